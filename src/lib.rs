@@ -1,0 +1,1 @@
+//! jb: a content-addressed build executor for accelerator-kernel benchmarks.
