@@ -1,1 +1,16 @@
 //! jb: a content-addressed build executor for accelerator-kernel benchmarks.
+//!
+//! Pipelines (YAML) expand into a DAG of steps; each step's key hashes everything its result
+//! depends on; results live in a SQLite run database and a content-addressed blob store.
+
+pub mod cache;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod exec;
+pub mod fingerprint;
+pub mod graph;
+pub mod key;
+pub mod pipeline;
+pub mod project;
+pub mod pyenv;

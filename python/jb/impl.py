@@ -1,0 +1,111 @@
+"""Resolve an implementation spec ({xla | candidate | baseline}) to a callable.
+
+``{"kind": "xla"}``: the workload's own ``workload`` function (the reference, compiled by XLA).
+``{"kind": "candidate", "path": P}``: ``P`` imported as a fresh module; its ``workload``.
+``{"kind": "baseline", "path": "tokamax_baselines/<wl>/baseline.py", "config": {...}}``: the adapter's
+``unsupported(backend)`` -> status ``unsupported``, ``invalid(config, wl.config)`` -> ``invalid``,
+else ``make(config, wl.config, interpret)``; ``config`` is merged over the adapter's ``DEFAULTS``.
+
+A failure that is the implementation's fault is returned as an ``Impl`` with ``status`` set
+(``compile_error`` with ``error_class`` ``import``/``signature``/``baseline``); only harness bugs raise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import traceback
+from typing import Any, Callable
+
+from jb.workload import Workload, load_module
+
+KINDS = ("xla", "candidate", "baseline")
+
+
+@dataclasses.dataclass
+class Impl:
+    kind: str
+    name: str
+    fn: Callable | None = None
+    status: str | None = None  # None: usable; else unsupported | invalid | compile_error
+    error_class: str | None = None
+    error: str | None = None
+    config: dict | None = None
+    module: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is None and self.fn is not None
+
+
+class SpecError(ValueError):
+    """A malformed impl spec: the caller's (harness) error, reported as ok:false."""
+
+
+def error_tail(exc: BaseException, limit: int = 2000) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text[-limit:]
+
+
+def resolve(spec: dict | None, wl: Workload, backend: str, interpret: bool) -> Impl:
+    spec = dict(spec or {"kind": "xla"})
+    kind = spec.get("kind", "xla")
+    if kind == "xla":
+        return Impl(kind="xla", name=f"{wl.name}:xla", fn=wl.fn, module=wl.module)
+    if kind not in KINDS:
+        raise SpecError(f"unknown impl kind {kind!r}; expected one of {KINDS}")
+    path = spec.get("path")
+    if not path:
+        raise SpecError(f"impl kind {kind!r} needs a 'path'")
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise SpecError(f"impl path {str(path)!r} is not a file")
+    if kind == "candidate":
+        return _candidate(path)
+    return _baseline(path, spec.get("config") or {}, wl, backend, interpret)
+
+
+def _candidate(path: pathlib.Path) -> Impl:
+    name = path.stem
+    try:
+        module = load_module(path, "jb_candidate")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit at import is the candidate's fault too
+        return Impl("candidate", name, status="compile_error", error_class="import", error=error_tail(exc))
+    fn = getattr(module, "workload", None)
+    if not callable(fn):
+        return Impl(
+            "candidate", name, status="compile_error", error_class="signature",
+            error=f"{path.name} defines no callable `workload(*inputs)`", module=module,
+        )
+    return Impl("candidate", name, fn=fn, module=module)
+
+
+def _baseline(path: pathlib.Path, config: dict, wl: Workload, backend: str, interpret: bool) -> Impl:
+    name = path.parent.name
+    try:
+        module = load_module(path, "jb_baseline")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return Impl("baseline", name, status="compile_error", error_class="import", error=error_tail(exc))
+    merged = {**(getattr(module, "DEFAULTS", None) or {}), **config}
+    impl = Impl("baseline", name, config=merged, module=module)
+    unsupported = getattr(module, "unsupported", None)
+    reason = unsupported(backend) if callable(unsupported) else None
+    if reason:
+        impl.status, impl.error = "unsupported", str(reason)
+        return impl
+    invalid = getattr(module, "invalid", None)
+    reason = invalid(dict(config), dict(wl.config)) if callable(invalid) else None
+    if reason:
+        impl.status, impl.error = "invalid", str(reason)
+        return impl
+    try:
+        impl.fn = module.make(dict(config), dict(wl.config), bool(interpret))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        impl.status, impl.error_class, impl.error = "compile_error", "baseline", error_tail(exc)
+    return impl

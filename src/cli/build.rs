@@ -1,0 +1,147 @@
+//! `jb build`.
+
+use std::io::IsTerminal;
+
+use clap::Args;
+
+use crate::engine::{closure_in_order, progress, BuildOptions};
+use crate::error::exit;
+use crate::graph;
+
+use super::session::{Python, Session};
+use super::GlobalOpts;
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// What to build: `all` (default), a pipeline, `pipeline/step`, a step id, a workload (`12p`) or a glob.
+    pub targets: Vec<String>,
+    /// Only the steps of this pipeline.
+    #[arg(long, short = 'p')]
+    pub pipeline: Option<String>,
+    /// Steps run at once (measurements still never overlap on one device).
+    #[arg(long, short = 'j', default_value_t = default_jobs())]
+    pub jobs: usize,
+    /// Go on with independent steps after a failure.
+    #[arg(long, short = 'k')]
+    pub keep_going: bool,
+    /// Print the plan (what would run and why); run nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    /// Measure again even when measurements are cached (samples accumulate under the same key).
+    #[arg(long)]
+    pub remeasure: bool,
+    /// Per-step wall-clock limit in seconds (overrides the pipelines' `timeout`).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}
+
+pub fn targets_with_pipeline(targets: &[String], pipeline: Option<&str>) -> Vec<String> {
+    match pipeline {
+        Some(p) if targets.is_empty() || targets == ["all"] => vec![p.to_string()],
+        Some(p) => targets
+            .iter()
+            .map(|t| {
+                if t.contains('/') {
+                    t.clone()
+                } else {
+                    format!("{p}/*{t}*")
+                }
+            })
+            .collect(),
+        None => targets.to_vec(),
+    }
+}
+
+pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
+    let session = Session::open(global, Python::IfNeeded)?;
+    let targets = targets_with_pipeline(&args.targets, args.pipeline.as_deref());
+    let selected = graph::select(&session.set, &targets)?;
+    let order = closure_in_order(&session.set, &selected);
+    let engine = session.engine()?;
+    if args.dry_run {
+        let plan = engine.plan(&session.set, &order, args.remeasure)?;
+        if global.json {
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            let runs = plan.iter().filter(|p| p.action == "run").count();
+            for p in &plan {
+                println!("{:6} {}  ({})", p.action, p.step, p.reason);
+            }
+            println!(
+                "{} of {} steps would run (scale {}, backend {})",
+                runs,
+                plan.len(),
+                session.scale,
+                session.backend
+            );
+        }
+        return Ok(exit::OK);
+    }
+    let mode = if global.json {
+        progress::Mode::Quiet
+    } else if std::io::stderr().is_terminal() {
+        progress::Mode::Bar
+    } else {
+        progress::Mode::Lines
+    };
+    let opts = BuildOptions {
+        jobs: args.jobs.max(1),
+        keep_going: args.keep_going,
+        remeasure: args.remeasure,
+        timeout: args.timeout,
+        exclusive_measurements: session.backend == "cpu",
+        devices: session
+            .fingerprint
+            .get("device_count")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(1),
+        progress: mode,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let summary = engine.build(&session.set, &order, &opts)?;
+    if global.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        let failed: Vec<_> = summary
+            .steps
+            .iter()
+            .filter(|s| crate::exec::status::is_failure(&s.status))
+            .collect();
+        for f in &failed {
+            let why = f
+                .result
+                .get("reasons")
+                .and_then(|r| r.get(0))
+                .and_then(|r| r.as_str())
+                .unwrap_or("");
+            eprintln!("FAILED {}: {} {}", f.step, f.status, why);
+        }
+        eprintln!(
+            "jb: {} steps: {} ran, {} cached, {} failed{} in {:.2} s (run {})",
+            summary.steps.len(),
+            summary.ran,
+            summary.cached,
+            summary.failed,
+            if summary.interrupted {
+                ", interrupted"
+            } else {
+                ""
+            },
+            summary.wall_ms / 1e3,
+            summary.run_id
+        );
+    }
+    Ok(if summary.interrupted {
+        exit::INTERNAL
+    } else if summary.failed > 0 {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}

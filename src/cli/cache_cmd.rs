@@ -1,0 +1,110 @@
+//! `jb cache stats|gc|clean`.
+
+use std::collections::HashSet;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cache::Cache;
+use crate::error::exit;
+
+use super::session;
+use super::GlobalOpts;
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Sizes and counts.
+    Stats,
+    /// Drop records that no step uses any more and blobs nothing refers to.
+    Gc,
+    /// Remove every cached result (the Python environment is kept).
+    Clean,
+}
+
+pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
+    let project = session::project(global)?;
+    let cache = Cache::open(&project.cache_dir)?;
+    match args.action {
+        CacheAction::Stats => {
+            let blobs = cache.cas.list();
+            let bytes: u64 = blobs.iter().map(|(_, s)| s).sum();
+            let counts = cache.db.counts()?;
+            let db_bytes = std::fs::metadata(project.cache_dir.join("jb.sqlite"))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            let v = json!({"cache_dir": project.cache_dir, "blobs": blobs.len(), "blob_bytes": bytes, "db_bytes": db_bytes, "tables": counts});
+            if global.json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("cache {}", project.cache_dir.display());
+                println!(
+                    "  blobs: {} ({:.1} MiB)",
+                    blobs.len(),
+                    bytes as f64 / 1048576.0
+                );
+                println!("  database: {:.1} MiB", db_bytes as f64 / 1048576.0);
+                for (t, n) in counts {
+                    println!("  {t}: {n}");
+                }
+            }
+        }
+        CacheAction::Gc => {
+            let live: HashSet<String> = cache.db.latest_keys()?.into_iter().collect();
+            let mut dropped = 0;
+            let mut referenced = HashSet::new();
+            for (key, _, files) in cache.db.all_actions()? {
+                if live.contains(&key) {
+                    referenced.extend(files.into_values());
+                } else {
+                    cache.db.delete_action(&key)?;
+                    dropped += 1;
+                }
+            }
+            let mut freed = 0u64;
+            let mut removed = 0;
+            for (digest, size) in cache.cas.list() {
+                if !referenced.contains(&digest) {
+                    cache.cas.remove(&digest);
+                    freed += size;
+                    removed += 1;
+                }
+            }
+            let tmp = project.cache_dir.join("tmp");
+            if let Ok(entries) = std::fs::read_dir(&tmp) {
+                for e in entries.flatten() {
+                    let _ = std::fs::remove_dir_all(e.path())
+                        .or_else(|_| std::fs::remove_file(e.path()));
+                }
+            }
+            println!(
+                "gc: dropped {dropped} stale records and {removed} blobs ({:.1} MiB)",
+                freed as f64 / 1048576.0
+            );
+        }
+        CacheAction::Clean => {
+            drop(cache);
+            for name in [
+                "cas",
+                "tmp",
+                "jb.sqlite",
+                "jb.sqlite-wal",
+                "jb.sqlite-shm",
+                "fingerprint.json",
+            ] {
+                let p = project.cache_dir.join(name);
+                let _ = std::fs::remove_dir_all(&p).or_else(|_| std::fs::remove_file(&p));
+            }
+            println!(
+                "cleaned {} (the Python environment is kept)",
+                project.cache_dir.display()
+            );
+        }
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,57 @@
+//! `jb doctor`: the environment fingerprint and the device's measured peaks.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::exit;
+use crate::exec::python::PythonExecutor;
+use crate::exec::CancelFlag;
+
+use super::session::{self, worker_spec};
+use super::GlobalOpts;
+
+pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
+    let project = session::project(global)?;
+    let env = session::worker_env(global);
+    let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
+    let py = PythonExecutor::new(worker_spec(&project, &env));
+    let peak = py.call(
+        "peak",
+        json!({}),
+        false,
+        Duration::from_secs(600),
+        None,
+        &CancelFlag::default(),
+    );
+    py.close();
+    if !peak.infra {
+        let _ = std::fs::write(
+            project.cache_dir.join("peak.json"),
+            serde_json::to_string_pretty(&peak.result)?,
+        );
+    }
+    if global.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"fingerprint": fp, "peak": peak.result, "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir})
+            )?
+        );
+    } else {
+        println!("project     {}", project.root.display());
+        println!("cache       {}", project.cache_dir.display());
+        println!("pyenv       {}", project.pyenv_dir.display());
+        for (k, v) in &fp {
+            println!("{k:11} {v}");
+        }
+        if let Value::Object(m) = &peak.result {
+            for (k, v) in m {
+                if k != "worker_pid" {
+                    println!("{k:11} {v}");
+                }
+            }
+        }
+    }
+    Ok(if peak.infra { exit::INTERNAL } else { exit::OK })
+}

@@ -1,0 +1,155 @@
+//! The `jb` command line.
+
+mod build;
+mod cache_cmd;
+mod doctor;
+mod explain;
+mod list;
+mod session;
+mod setup;
+mod workloads;
+
+pub use workloads::list_workloads;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::{exit, JbError};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "jb",
+    version,
+    about = "Benchmark suite and build system for accelerator kernels",
+    long_about = "jb runs YAML pipelines (pipelines/*.yaml) as an incremental, content-addressed DAG of steps: \
+compile, verify and profile JAX/Pallas implementations of 50 workloads, grid-search hand-tuned \
+baselines, evaluate candidate kernels and aggregate the results. Every result is cached by a hash \
+of everything it depends on, so a rebuild only re-runs what changed.",
+    after_help = "Examples:\n  jb build                      build every default pipeline (the XLA baseline of all workloads)\n  jb build 12p --dry-run        what would run for workload 12p, and why\n  jb eval --workload 12p --kernel my_rmsnorm.py\n  jb explain baseline/profile[workload=12p_RMSNorm]\n  jb list workloads --scale tiny\n\nExit codes: 0 success; 1 a step failed or a candidate is not correct; 2 bad usage or bad pipeline; 3 internal or infrastructure error."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalOpts,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scale {
+    Tiny,
+    Cpu,
+    Paper,
+}
+
+impl Scale {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scale::Tiny => "tiny",
+            Scale::Cpu => "cpu",
+            Scale::Paper => "paper",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    Cpu,
+    Gpu,
+    Tpu,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+            Backend::Tpu => "tpu",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GlobalOpts {
+    /// Cache directory (blobs, run database, Python environment). Default: `cache/` of the project.
+    #[arg(long, global = true, env = "JB_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Workload scale. Default: `cpu` on the CPU backend, `paper` on GPU/TPU.
+    #[arg(long, global = true, value_enum)]
+    pub scale: Option<Scale>,
+    /// Backend for JAX. Default: what JAX finds.
+    #[arg(long, global = true, value_enum)]
+    pub backend: Option<Backend>,
+    /// Machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Project root (default: the nearest folder upwards with `pipelines/`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Python environment folder (default: `<cache-dir>/pyenv`).
+    #[arg(long, global = true, env = "JB_PYENV", value_name = "DIR")]
+    pub pyenv: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Build targets (default `all`): run what changed, reuse everything else from the cache.
+    Build(build::BuildArgs),
+    /// Explain why a step would run: the component of its key that changed.
+    Explain(explain::ExplainArgs),
+    /// List workloads, pipelines or steps.
+    List(list::ListArgs),
+    /// Print the step graph (dot or mermaid).
+    Graph(list::GraphArgs),
+    /// Inspect or prune the cache.
+    Cache(cache_cmd::CacheArgs),
+    /// Create (or check) the Python environment from the pinned requirements.
+    Setup(setup::SetupArgs),
+    /// Print the environment fingerprint and the device's measured peaks.
+    Doctor,
+}
+
+/// Parse arguments, run, and return the process exit code.
+pub fn main() -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("JB_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let code = e
+                .downcast_ref::<JbError>()
+                .map(JbError::exit_code)
+                .unwrap_or(exit::INTERNAL);
+            eprintln!("error: {e:#}");
+            code
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Cmd::Build(a) => build::run(&cli.global, a),
+        Cmd::Explain(a) => explain::run(&cli.global, a),
+        Cmd::List(a) => list::run_list(&cli.global, a),
+        Cmd::Graph(a) => list::run_graph(&cli.global, a),
+        Cmd::Cache(a) => cache_cmd::run(&cli.global, a),
+        Cmd::Setup(a) => setup::run(&cli.global, a),
+        Cmd::Doctor => doctor::run(&cli.global),
+    }
+}

@@ -1,0 +1,193 @@
+//! What most commands share: the project, its expanded pipelines, the environment and the engine.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::cache::Cache;
+use crate::engine::{Engine, KeyContext};
+use crate::error::Result;
+use crate::exec::dispatch::Dispatch;
+use crate::exec::python::{venv_python, PythonExecutor, WorkerSpec};
+use crate::exec::Executor;
+use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
+use crate::project::Project;
+
+use super::GlobalOpts;
+
+pub struct Session {
+    pub project: Arc<Project>,
+    pub set: PipelineSet,
+    pub scale: String,
+    pub backend: String,
+    pub fingerprint: BTreeMap<String, String>,
+    pub worker_env: Vec<(String, String)>,
+}
+
+/// Whether a command may start Python to learn the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Python {
+    /// Only if the pipelines have Python steps (build, explain, dry runs).
+    IfNeeded,
+    /// Never: use the cached fingerprint or defaults (list, graph).
+    Never,
+}
+
+pub fn project(global: &GlobalOpts) -> Result<Project> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    Project::discover(
+        &cwd,
+        global.project.as_deref(),
+        global.cache_dir.as_deref(),
+        global.pyenv.as_deref(),
+    )
+}
+
+pub fn worker_env(global: &GlobalOpts) -> Vec<(String, String)> {
+    match global.backend {
+        Some(super::Backend::Cpu) => vec![("JAX_PLATFORMS".into(), "cpu".into())],
+        Some(super::Backend::Gpu) => vec![("JAX_PLATFORMS".into(), "cuda".into())],
+        Some(super::Backend::Tpu) => vec![("JAX_PLATFORMS".into(), "tpu".into())],
+        None => vec![],
+    }
+}
+
+pub fn worker_spec(project: &Project, env: &[(String, String)]) -> WorkerSpec {
+    WorkerSpec {
+        python: venv_python(&project.pyenv_dir),
+        python_dir: project.python_dir.clone(),
+        cwd: project.root.clone(),
+        env: env.to_vec(),
+    }
+}
+
+fn variant(global: &GlobalOpts) -> &'static str {
+    crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()))
+}
+
+/// Make sure the Python environment exists and return the fingerprint (cached when possible).
+pub fn fingerprint(
+    project: &Project,
+    global: &GlobalOpts,
+    env: &[(String, String)],
+    may_start: bool,
+) -> Result<Option<BTreeMap<String, String>>> {
+    let variant = variant(global);
+    let pins = crate::pyenv::pins_hash(&project.python_dir, variant)?;
+    let probe = crate::fingerprint::probe(&pins, env);
+    if crate::pyenv::installed_pins(&project.pyenv_dir).as_deref() == Some(pins.as_str()) {
+        if let Some(fp) = crate::fingerprint::cached(&project.cache_dir, &probe) {
+            return Ok(Some(fp));
+        }
+    }
+    if !may_start {
+        return Ok(None);
+    }
+    crate::pyenv::ensure(&project.pyenv_dir, &project.python_dir, variant, false)?;
+    std::fs::create_dir_all(&project.cache_dir)
+        .map_err(|e| crate::error::JbError::io(&project.cache_dir, e))?;
+    let py = PythonExecutor::new(worker_spec(project, env));
+    let fp = crate::fingerprint::measure(&project.cache_dir, &probe, &py)?;
+    py.close();
+    Ok(Some(fp))
+}
+
+fn has_python_steps(pipelines: &[LoadedPipeline]) -> bool {
+    pipelines
+        .iter()
+        .any(|p| p.file.steps.values().any(|s| s.kind.uses_python()))
+}
+
+pub fn backend_of(global: &GlobalOpts, fp: &BTreeMap<String, String>) -> String {
+    if let Some(b) = global.backend {
+        return b.as_str().to_string();
+    }
+    match fp.get("backend").map(String::as_str) {
+        Some("gpu" | "cuda" | "rocm") => "gpu".into(),
+        Some("tpu") => "tpu".into(),
+        _ => "cpu".into(),
+    }
+}
+
+pub fn scale_of(global: &GlobalOpts, backend: &str) -> String {
+    match global.scale {
+        Some(s) => s.as_str().to_string(),
+        None if backend == "cpu" => "cpu".into(),
+        None => "paper".into(),
+    }
+}
+
+impl Session {
+    pub fn open(global: &GlobalOpts, python: Python) -> Result<Session> {
+        let project = project(global)?;
+        let pipelines = pipeline::load_pipelines(&project)?;
+        let env = worker_env(global);
+        // Validate everything before anything is written or started.
+        let cached_fp = fingerprint(&project, global, &env, false)?;
+        let provisional_backend =
+            backend_of(global, cached_fp.as_ref().unwrap_or(&BTreeMap::new()));
+        let provisional = ExpandContext {
+            scale: scale_of(global, &provisional_backend),
+            backend: provisional_backend,
+        };
+        let mut set = pipeline::expand(&project, pipelines.clone(), &provisional)?;
+        let fp = match cached_fp {
+            Some(fp) => fp,
+            None if python == Python::IfNeeded && has_python_steps(&pipelines) => {
+                fingerprint(&project, global, &env, true)?.unwrap_or_default()
+            }
+            None => BTreeMap::new(),
+        };
+        let backend = backend_of(global, &fp);
+        let scale = scale_of(global, &backend);
+        if scale != provisional.scale || backend != provisional.backend {
+            set = pipeline::expand(
+                &project,
+                pipelines,
+                &ExpandContext {
+                    scale: scale.clone(),
+                    backend: backend.clone(),
+                },
+            )?;
+        }
+        Ok(Session {
+            project: Arc::new(project),
+            set,
+            scale,
+            backend,
+            fingerprint: fp,
+            worker_env: env,
+        })
+    }
+
+    pub fn cache(&self) -> Result<Arc<Cache>> {
+        Ok(Arc::new(Cache::open(&self.project.cache_dir)?))
+    }
+
+    pub fn key_context(&self) -> KeyContext {
+        KeyContext {
+            fingerprint: self.fingerprint.clone(),
+            worker_hash: crate::engine::keys::worker_source_hash(&self.project.python_dir),
+            scale: self.scale.clone(),
+            salt: std::env::var("JB_SALT").ok(),
+        }
+    }
+
+    pub fn executor(&self) -> Arc<dyn Executor> {
+        let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
+        Arc::new(Dispatch {
+            python: uses_python
+                .then(|| PythonExecutor::new(worker_spec(&self.project, &self.worker_env))),
+            translate: None,
+        })
+    }
+
+    pub fn engine(&self) -> Result<Engine> {
+        Ok(Engine {
+            project: self.project.clone(),
+            cache: self.cache()?,
+            executor: self.executor(),
+            ctx: self.key_context(),
+            backend: self.backend.clone(),
+        })
+    }
+}

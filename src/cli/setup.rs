@@ -1,0 +1,29 @@
+//! `jb setup`: create the Python environment from the pinned requirements.
+
+use clap::Args;
+
+use crate::error::exit;
+
+use super::session;
+use super::GlobalOpts;
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// Reinstall even if the pins are unchanged.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(global: &GlobalOpts, args: SetupArgs) -> anyhow::Result<i32> {
+    let project = session::project(global)?;
+    let variant = crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()));
+    let installed =
+        crate::pyenv::ensure(&project.pyenv_dir, &project.python_dir, variant, args.force)?;
+    let pins = crate::pyenv::pins_hash(&project.python_dir, variant)?;
+    println!(
+        "{} Python environment {} (pins {pins})",
+        if installed { "created" } else { "reusing" },
+        project.pyenv_dir.display()
+    );
+    Ok(exit::OK)
+}

@@ -1,0 +1,112 @@
+//! Steps computed in jb itself from upstream results: `grid` (rank a search) and `aggregate`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::{DepResult, StepOutput, StepRequest};
+use crate::pipeline::template::var_string;
+
+/// Rank the configurations of a grid search by median time and keep the best. Upstream steps
+/// are the per-configuration steps (joined on the variable `config`); a configuration counts
+/// when its profile is `ok` and none of its other steps (verify) failed.
+pub fn grid(req: &StepRequest) -> StepOutput {
+    #[derive(Default)]
+    struct Cfg {
+        params: Value,
+        statuses: BTreeMap<String, String>,
+        median_ms: Option<f64>,
+        reasons: Vec<String>,
+    }
+    let mut by_config: BTreeMap<String, Cfg> = BTreeMap::new();
+    for d in &req.deps {
+        let Some(name) = d.vars.get("config").map(var_string) else {
+            continue;
+        };
+        let c = by_config.entry(name).or_default();
+        if let Some(p) = d.vars.get("config_params") {
+            c.params = p.clone();
+        }
+        c.statuses.insert(d.kind.clone(), d.status.clone());
+        if d.kind == "profile" && d.status == "ok" {
+            c.median_ms = d.result.get("median_ms").and_then(Value::as_f64);
+        }
+        if let Some(rs) = d.result.get("reasons").and_then(Value::as_array) {
+            c.reasons.extend(
+                rs.iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| format!("{}: {s}", d.kind)),
+            );
+        }
+    }
+    let mut ranked = Vec::new();
+    let mut invalid = Vec::new();
+    let mut failed = Vec::new();
+    let mut unsupported = Vec::new();
+    for (name, c) in &by_config {
+        let bad = c
+            .statuses
+            .values()
+            .find(|s| !matches!(s.as_str(), "ok" | "correct"));
+        match (bad, c.median_ms) {
+            (None, Some(ms)) => ranked.push(json!({"config": name, "params": c.params, "median_ms": ms})),
+            (Some(s), _) if s == "invalid" => invalid.push(json!({"config": name, "reasons": c.reasons})),
+            (Some(s), _) if s == "unsupported" => unsupported.push(json!({"config": name, "reasons": c.reasons})),
+            (s, _) => failed.push(json!({"config": name, "status": s.cloned().unwrap_or_else(|| "no timing".into()), "reasons": c.reasons})),
+        }
+    }
+    ranked.sort_by(|a, b| {
+        let x = a["median_ms"].as_f64().unwrap_or(f64::INFINITY);
+        let y = b["median_ms"].as_f64().unwrap_or(f64::INFINITY);
+        x.total_cmp(&y)
+    });
+    let summary = json!({
+        "tried": by_config.len(),
+        "valid": ranked.len(),
+        "invalid": invalid,
+        "failed": failed,
+        "unsupported": unsupported,
+        "ranked": ranked,
+    });
+    let mut result = summary;
+    let status = if let Some(best) = result["ranked"].get(0).cloned() {
+        result["best"] = best;
+        "ok"
+    } else if !result["unsupported"]
+        .as_array()
+        .is_none_or(|a| a.is_empty())
+    {
+        result["reasons"] = json!(["every configuration is unsupported on this backend"]);
+        "unsupported"
+    } else {
+        result["reasons"] =
+            json!(["no configuration compiled, verified and profiled successfully"]);
+        "failed"
+    };
+    StepOutput::new(status, result)
+}
+
+/// A summary of upstream statuses and headline numbers (the report renders the details).
+pub fn aggregate(req: &StepRequest) -> StepOutput {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for DepResult {
+        step_id,
+        kind,
+        status,
+        result,
+        vars,
+        ..
+    } in &req.deps
+    {
+        *counts.entry(status.clone()).or_default() += 1;
+        rows.push(json!({
+            "step": step_id,
+            "kind": kind,
+            "workload": vars.get("workload"),
+            "status": status,
+            "median_ms": result.get("median_ms"),
+        }));
+    }
+    StepOutput::new("ok", json!({"counts": counts, "rows": rows}))
+}

@@ -1,0 +1,95 @@
+//! The `command` step: a shell command with declared inputs and outputs.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use serde_json::json;
+
+use super::child::{self, Ended};
+use super::{StepOutput, StepRequest};
+
+pub fn run(req: &StepRequest) -> StepOutput {
+    let Some(script) = req.step.run.as_deref() else {
+        return StepOutput::new("failed", json!({"reasons": ["command step without `run`"]}));
+    };
+    let root = &req.project.root;
+    let stderr_path = req.out_dir.join(".stderr");
+    let stdout_path = req.out_dir.join(".stdout");
+    let (Ok(out), Ok(err)) = (
+        std::fs::File::create(&stdout_path),
+        std::fs::File::create(&stderr_path),
+    ) else {
+        return StepOutput::infra(
+            "error",
+            format!("cannot create log files in {}", req.out_dir.display()),
+        );
+    };
+    for o in &req.step.outputs {
+        if let Some(parent) = root.join(o).parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+    }
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(root)
+        .env("JB_STEP", &req.step.id)
+        .env("JB_OUT_DIR", &req.out_dir)
+        .env("JB_SCALE", &req.scale)
+        .env("JB_BACKEND", &req.backend)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    let start = std::time::Instant::now();
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return StepOutput::infra("error", format!("cannot start `sh`: {e}")),
+    };
+    let ended = child::wait(child, req.timeout, req.memory_mb, &req.cancel);
+    let duration_ms = start.elapsed().as_secs_f64() * 1e3;
+    let tail = |p: &std::path::Path| {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    };
+    match ended {
+        Ended::Exited(status) if status.success() => {
+            let mut files = BTreeMap::new();
+            for o in &req.step.outputs {
+                let p = root.join(o);
+                if !p.is_file() {
+                    return StepOutput::new(
+                        "failed",
+                        json!({"reasons": [format!("declared output `{o}` was not produced")], "duration_ms": duration_ms}),
+                    );
+                }
+                files.insert(o.clone(), p);
+            }
+            let mut o = StepOutput::new("ok", json!({"exit_code": 0, "duration_ms": duration_ms}));
+            o.files = files;
+            o
+        }
+        Ended::Exited(status) => StepOutput::new(
+            "failed",
+            json!({
+                "exit_code": status.code(),
+                "reasons": [format!("command exited with {status}")],
+                "stderr_tail": tail(&stderr_path),
+                "duration_ms": duration_ms,
+            }),
+        ),
+        Ended::TimedOut => StepOutput::infra(
+            "timeout",
+            format!(
+                "command exceeded its {:?} timeout",
+                req.timeout.unwrap_or_default()
+            ),
+        ),
+        Ended::Cancelled => StepOutput::infra("cancelled", "interrupted"),
+        Ended::OutOfMemory { rss_mb } => {
+            StepOutput::infra("crashed", format!("memory limit exceeded ({rss_mb} MiB)"))
+        }
+    }
+}

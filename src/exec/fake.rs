@@ -1,0 +1,77 @@
+//! A fake executor for engine tests: no processes, scripted outcomes, a log of what ran.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{Executor, StepOutput, StepRequest};
+
+#[derive(Debug, Clone)]
+pub enum FakeBehavior {
+    /// Succeed with this result.
+    Output(Value),
+    /// Fail with this status.
+    Fail(String),
+    /// An infrastructure failure (not cached).
+    Crash,
+    /// Sleep, then succeed.
+    Sleep(Duration),
+}
+
+#[derive(Debug, Default)]
+pub struct FakeExecutor {
+    behaviors: Mutex<HashMap<String, FakeBehavior>>,
+    /// Step ids in the order they were executed.
+    pub log: Mutex<Vec<String>>,
+}
+
+impl FakeExecutor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Script the step whose id is `id` (or whose id starts with `id` followed by `[`).
+    pub fn on(&self, id: &str, b: FakeBehavior) {
+        self.behaviors.lock().unwrap().insert(id.to_string(), b);
+    }
+
+    pub fn executed(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn clear_log(&self) {
+        self.log.lock().unwrap().clear();
+    }
+}
+
+impl Executor for FakeExecutor {
+    fn execute(&self, req: &StepRequest) -> StepOutput {
+        self.log.lock().unwrap().push(req.step.id.clone());
+        let behavior = {
+            let b = self.behaviors.lock().unwrap();
+            b.get(&req.step.id)
+                .or_else(|| b.get(req.step.id.split('[').next().unwrap_or("")))
+                .cloned()
+        };
+        let default = || {
+            StepOutput::new(
+                "ok",
+                json!({"params": req.step.params, "deps": req.deps.iter().map(|d| d.step_id.clone()).collect::<Vec<_>>()}),
+            )
+        };
+        match behavior {
+            None => default(),
+            Some(FakeBehavior::Output(v)) => StepOutput::new("ok", v),
+            Some(FakeBehavior::Fail(status)) => {
+                StepOutput::new(status, json!({"reasons": ["scripted failure"]}))
+            }
+            Some(FakeBehavior::Crash) => StepOutput::infra("crashed", "scripted crash"),
+            Some(FakeBehavior::Sleep(d)) => {
+                std::thread::sleep(d);
+                default()
+            }
+        }
+    }
+}

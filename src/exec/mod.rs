@@ -1,0 +1,105 @@
+//! Executors: what runs a step. The scheduler hands each ready step to an [`Executor`]; the
+//! real one dispatches by step kind (shell command, Python worker, built-in), the fake one lets
+//! the engine be tested without Python.
+
+pub mod builtin;
+pub mod child;
+pub mod command;
+pub mod dispatch;
+pub mod fake;
+pub mod python;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::pipeline::Step;
+use crate::project::Project;
+
+/// The result of an upstream step, as seen by a dependant.
+#[derive(Debug, Clone)]
+pub struct DepResult {
+    pub step_id: String,
+    pub kind: String,
+    pub vars: crate::pipeline::template::Vars,
+    pub status: String,
+    pub result: Value,
+    pub key: String,
+}
+
+/// Everything an executor needs to run one step.
+#[derive(Debug, Clone)]
+pub struct StepRequest {
+    pub step: Step,
+    pub key: String,
+    pub project: Arc<Project>,
+    pub scale: String,
+    pub backend: String,
+    pub deps: Vec<DepResult>,
+    /// A fresh, empty folder for the step's files (moved into the CAS afterwards).
+    pub out_dir: PathBuf,
+    pub timeout: Option<std::time::Duration>,
+    pub memory_mb: Option<u64>,
+    pub cancel: CancelFlag,
+}
+
+/// What a step produced.
+#[derive(Debug, Clone)]
+pub struct StepOutput {
+    pub status: String,
+    pub result: Value,
+    /// Files to keep: name -> path (in `out_dir` or, for commands, in the project).
+    pub files: BTreeMap<String, PathBuf>,
+    /// True when the failure is the infrastructure's (timeout, crash, harness error), not the
+    /// implementation's: such results are not cached unless the step asks.
+    pub infra: bool,
+}
+
+impl StepOutput {
+    pub fn new(status: impl Into<String>, result: Value) -> Self {
+        let status = status.into();
+        let mut result = result;
+        if let Value::Object(m) = &mut result {
+            m.entry("status")
+                .or_insert_with(|| Value::String(status.clone()));
+        }
+        StepOutput {
+            status,
+            result,
+            files: BTreeMap::new(),
+            infra: false,
+        }
+    }
+
+    pub fn infra(status: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut o = StepOutput::new(status, serde_json::json!({"reasons": [message.into()]}));
+        o.infra = true;
+        o
+    }
+}
+
+/// Runs steps. Implementations must be callable from several threads at once.
+pub trait Executor: Send + Sync {
+    fn execute(&self, req: &StepRequest) -> StepOutput;
+    /// Stop everything in flight (Ctrl-C): kill workers and child processes.
+    fn cancel_all(&self) {}
+    /// Release long-lived resources (workers) at the end of a build.
+    fn shutdown(&self) {}
+}
+
+/// Shared cancellation flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}

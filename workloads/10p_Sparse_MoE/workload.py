@@ -1,0 +1,100 @@
+"""Mixtral-8x7B mixture-of-experts block (MaxText), dense formulation.
+
+Router logits x @ router (float32 accumulation); the top-k (k = num_experts_per_tok) logits of
+each token are softmax-normalised into combine weights. Every expert's SwiGLU MLP is computed for
+every token (dense: "all experts in parallel" einsums), and the expert outputs are combined with
+the top-k weights (zero for the experts not chosen). Output has the input dtype.
+
+Router logits are kept in float32: with bf16 logits, near-ties between the k-th and (k+1)-th expert
+are common and a correct kernel could legitimately pick the other expert.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "mixtral_8x7b_moe",
+    "model": "Mixtral-8x7B",
+    "operator": "sparse_moe",
+    "batch": 2,
+    "seq_len": 4096,
+    "emb_dim": 4096,
+    "mlp_dim": 14336,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+}
+
+# 8 experts, top-2 routing kept at every scale; emb_dim stays >= 1024 so that N(0.02) weights
+# still give outputs of order 0.1.
+SCALES = {
+    "paper": {},
+    "cpu": {"batch": 1, "seq_len": 64, "emb_dim": 1024, "mlp_dim": 1024},
+    "tiny": {"batch": 2, "seq_len": 8, "emb_dim": 1024, "mlp_dim": 512},
+}
+
+META = {
+    "category": "priority",
+    "model": "Mixtral-8x7B",
+    "operator": "sparse_moe",
+    "kernelbench_id": None,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.bfloat16):
+    """Returns (x ~ N(0,1), router_weights, expert_gate, expert_up, expert_down ~ N(0,0.02)); key(42)."""
+    c = CONFIG
+    return _create(c["batch"], c["seq_len"], c["emb_dim"], c["mlp_dim"], c["num_experts"], jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5))
+def _create(b, s, d, f, n, dtype):
+    return tuple(_normals(jax.random.key(42), [
+        ((b, s, d), 1.0, 0.0, dtype),
+        ((d, n), 0.02, 0.0, dtype),
+        ((n, d, f), 0.02, 0.0, dtype),
+        ((n, d, f), 0.02, 0.0, dtype),
+        ((n, f, d), 0.02, 0.0, dtype),
+    ]))
+
+
+def _normals(key, specs):
+    """Normal draws for several inputs from ONE threefry call (one random op per input compiles
+    several times slower on CPU). specs: (shape, std, mean, dtype) per input."""
+    sizes = [math.prod(shape) for shape, *_ in specs]
+    z = jax.random.normal(key, (sum(sizes),), jnp.float32)
+    out, offset = [], 0
+    for (shape, std, mean, dtype), size in zip(specs, sizes):
+        out.append((z[offset:offset + size].reshape(shape) * std + mean).astype(dtype))
+        offset += size
+    return out
+
+
+def workload(x, router_weights, expert_gate, expert_up, expert_down):
+    n = router_weights.shape[-1]
+    k = CONFIG["num_experts_per_tok"]
+    logits = jnp.einsum("bsd,dn->bsn", x, router_weights, preferred_element_type=jnp.float32)
+    top_logits, top_idx = jax.lax.top_k(logits, k)
+    top_w = jax.nn.softmax(top_logits, axis=-1)  # (b, s, k)
+    combine = jnp.sum(jax.nn.one_hot(top_idx, n, dtype=jnp.float32) * top_w[..., None], axis=-2)
+    # Experts laid out expert-major, (E, tokens, ...), so each expert's matmuls are plain batched dots.
+    g = jnp.einsum("bsd,ndf->nbsf", x, expert_gate, preferred_element_type=jnp.float32)
+    u = jnp.einsum("bsd,ndf->nbsf", x, expert_up, preferred_element_type=jnp.float32)
+    h = (jax.nn.silu(g) * u).astype(x.dtype)
+    y = jnp.einsum("nbsf,nfd->nbsd", h, expert_down, preferred_element_type=jnp.float32)
+    out = jnp.einsum("nbsd,bsn->bsd", y, combine)
+    return out.astype(x.dtype)
+
+
+def get_flops():
+    # Useful FLOPs, as published: router 2*T*D*E plus the chosen experts' SwiGLU MLPs
+    # 6*T*k*D*F (T = batch*seq_len tokens, k = num_experts_per_tok). The dense XLA reference does
+    # E/k times more expert work; counting only the routed work keeps a sparse kernel's
+    # utilisation physically meaningful.
+    t = CONFIG["batch"] * CONFIG["seq_len"]
+    d, f = CONFIG["emb_dim"], CONFIG["mlp_dim"]
+    e, k = CONFIG["num_experts"], CONFIG["num_experts_per_tok"]
+    return 2 * t * d * e + 6 * t * k * d * f

@@ -1,0 +1,69 @@
+"""RMSNorm of Llama-3.1-70B (MaxText normalizations.RMSNorm).
+
+y = x / sqrt(mean(x^2 over the last axis) + epsilon) * scale, computed in float32, returned in the
+input dtype.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "llama3_70b_rmsnorm",
+    "model": "Llama-3.1-70B",
+    "operator": "rms_norm",
+    "batch": 8,
+    "seq_len": 4096,
+    "emb_dim": 8192,
+    "epsilon": 1e-5,
+}
+
+SCALES = {
+    "paper": {},
+    "cpu": {"batch": 4, "seq_len": 1024, "emb_dim": 4096},
+    "tiny": {"batch": 2, "seq_len": 16, "emb_dim": 256},
+}
+
+META = {
+    "category": "priority",
+    "model": "Llama-3.1-70B",
+    "operator": "rms_norm",
+    "kernelbench_id": None,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.bfloat16):
+    """Returns (x ~ N(0,1), scale ~ N(1, 0.1)); key(42)."""
+    return _create(CONFIG["batch"], CONFIG["seq_len"], CONFIG["emb_dim"], jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _create(b, s, d, dtype):
+    return tuple(_normals(jax.random.key(42), [((b, s, d), 1.0, 0.0, dtype), ((d,), 0.1, 1.0, dtype)]))
+
+
+def _normals(key, specs):
+    """Normal draws for several inputs from ONE threefry call (one random op per input compiles
+    several times slower on CPU). specs: (shape, std, mean, dtype) per input."""
+    sizes = [math.prod(shape) for shape, *_ in specs]
+    z = jax.random.normal(key, (sum(sizes),), jnp.float32)
+    out, offset = [], 0
+    for (shape, std, mean, dtype), size in zip(specs, sizes):
+        out.append((z[offset:offset + size].reshape(shape) * std + mean).astype(dtype))
+        offset += size
+    return out
+
+
+def workload(x, scale):
+    xf = x.astype(jnp.float32)
+    mean_sq = jnp.mean(xf * xf, axis=-1, keepdims=True)
+    y = xf * jax.lax.rsqrt(mean_sq + CONFIG["epsilon"])
+    return (y * scale.astype(jnp.float32)).astype(x.dtype)
+
+
+def get_flops():
+    # Published count: 5 * B * S * D (square, sum, normalise, scale, ... per element).
+    return 5 * CONFIG["batch"] * CONFIG["seq_len"] * CONFIG["emb_dim"]

@@ -1,0 +1,80 @@
+"""Fused linear + softmax cross-entropy of Llama-3.1-8B's LM head (as in openxla/tokamax).
+
+loss = mean over tokens of (logsumexp(h @ W) - (h @ W)[label]). Logits accumulate in float32 and
+the loss is computed and returned in float32 (a 0-d array), as tokamax's fused loss does; a bf16
+log-softmax over a 128k vocabulary would quantise the loss to steps of 1/16.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "llama3_8b_cross_entropy",
+    "model": "Llama-3.1-8B",
+    "operator": "fused_cross_entropy",
+    "batch_tokens": 8192,
+    "hidden_dim": 4096,
+    "vocab_size": 128256,
+}
+
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_tokens": 256, "hidden_dim": 512, "vocab_size": 16384},
+    "tiny": {"batch_tokens": 32, "hidden_dim": 128, "vocab_size": 1024},
+}
+
+# The output is one float32 scalar of about log(vocab_size) ~ 7-12, averaged over all tokens.
+# With the default rtol=1e-2 the allowed error (~0.1) exceeds how much the loss moves between input
+# draws, so a kernel that ignored the labels or a constant log(V) could pass. A correct kernel
+# (bf16 operands, float32 accumulation) agrees to ~1e-5, so 1e-3 absolute (+1e-4 relative) is safe.
+TOLERANCE = {"atol": 1e-3, "rtol": 1e-4}
+
+META = {
+    "category": "priority",
+    "model": "Llama-3.1-8B",
+    "operator": "fused_cross_entropy",
+    "kernelbench_id": None,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.bfloat16):
+    """Returns (hidden ~ N(0,1), weight ~ N(0,0.02), labels ~ randint(0, vocab) int32); key(42)."""
+    c = CONFIG
+    return _create(c["batch_tokens"], c["hidden_dim"], c["vocab_size"], jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _create(b, h, v, dtype):
+    k_normal, k_labels = jax.random.split(jax.random.key(42), 2)
+    hidden, weight = _normals(k_normal, [((b, h), 1.0, 0.0, dtype), ((h, v), 0.02, 0.0, dtype)])
+    labels = jax.random.randint(k_labels, (b,), 0, v, dtype=jnp.int32)
+    return hidden, weight, labels
+
+
+def _normals(key, specs):
+    """Normal draws for several inputs from ONE threefry call (one random op per input compiles
+    several times slower on CPU). specs: (shape, std, mean, dtype) per input."""
+    sizes = [math.prod(shape) for shape, *_ in specs]
+    z = jax.random.normal(key, (sum(sizes),), jnp.float32)
+    out, offset = [], 0
+    for (shape, std, mean, dtype), size in zip(specs, sizes):
+        out.append((z[offset:offset + size].reshape(shape) * std + mean).astype(dtype))
+        offset += size
+    return out
+
+
+def workload(hidden, weight, labels):
+    logits = jnp.dot(hidden, weight, preferred_element_type=jnp.float32)
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    target = jnp.take_along_axis(logits, labels[:, None].astype(jnp.int32), axis=-1)[:, 0]
+    return jnp.mean(lse - target)
+
+
+def get_flops():
+    # Published: matmul 2*B*H*V plus 3*B*V for the softmax and loss.
+    b, h, v = CONFIG["batch_tokens"], CONFIG["hidden_dim"], CONFIG["vocab_size"]
+    return 2 * b * h * v + 3 * b * v

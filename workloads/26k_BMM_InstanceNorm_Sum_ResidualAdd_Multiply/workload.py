@@ -1,0 +1,61 @@
+"""KernelBench Level 2, task 28: BMM_InstanceNorm_Sum_ResidualAdd_Multiply.
+
+h = x @ W.T + bmm_bias (W stored (out_features, in_features)). KernelBench applies InstanceNorm2d
+to h viewed as (batch, 1, 1, out_features): each row is normalised over its out_features entries
+(biased variance, eps 1e-5), then scaled by in_weight and shifted by in_bias (per feature).
+Then y = (n + y_in) * y_in, with y_in the second input, shape (batch_size, out_features).
+The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "28_BMM_InstanceNorm_Sum_ResidualAdd_Multiply",
+    "batch_size": 4096,
+    "in_features": 8192,
+    "out_features": 8192,
+}
+
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 256, "out_features": 1024},
+    "tiny": {"batch_size": 16, "in_features": 1024, "out_features": 256},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "BMM_InstanceNorm_Sum_ResidualAdd_Multiply",
+    "kernelbench_id": 28,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, y, weight, bmm_bias, in_weight, in_bias).
+
+    x (B, in), y (B, out) U[0,1) from key(0); weight (out, in), bmm_bias, in_bias (out,)
+    N(0, 0.02) from key(42); in_weight ones.
+    """
+    b, k, n = CONFIG["batch_size"], CONFIG["in_features"], CONFIG["out_features"]
+    k_x, k_y = jax.random.split(jax.random.key(0), 2)
+    x = jax.random.uniform(k_x, (b, k), jnp.float32).astype(dtype)
+    y = jax.random.uniform(k_y, (b, n), jnp.float32).astype(dtype)
+    k_w, k_b, k_ib = jax.random.split(jax.random.key(42), 3)
+    weight = (jax.random.normal(k_w, (n, k), jnp.float32) * 0.02).astype(dtype)
+    bmm_bias = (jax.random.normal(k_b, (n,), jnp.float32) * 0.02).astype(dtype)
+    in_weight = jnp.ones((n,), dtype)
+    in_bias = (jax.random.normal(k_ib, (n,), jnp.float32) * 0.02).astype(dtype)
+    return x, y, weight, bmm_bias, in_weight, in_bias
+
+
+def workload(x, y, weight, bmm_bias, in_weight, in_bias):
+    h = jax.lax.dot_general(x, weight, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+    h = h + bmm_bias.astype(jnp.float32)
+    mean = jnp.mean(h, axis=1, keepdims=True)
+    var = jnp.mean(jnp.square(h - mean), axis=1, keepdims=True)
+    n = (h - mean) * jax.lax.rsqrt(var + 1e-5)
+    n = n * in_weight.astype(jnp.float32) + in_bias.astype(jnp.float32)
+    y32 = y.astype(jnp.float32)
+    return ((n + y32) * y32).astype(x.dtype)

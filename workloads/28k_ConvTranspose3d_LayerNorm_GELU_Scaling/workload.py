@@ -1,0 +1,88 @@
+"""KernelBench Level 2, task 34: ConvTranspose3d_LayerNorm_GELU_Scaling.
+
+h = conv_transpose3d(x, W) + conv_bias with kernel 4, stride 2, padding 1; x is NCDHW
+(batch, 32, 16, 32, 32) and W (in, out, 4, 4, 4) in PyTorch's ConvTranspose layout, so h is
+(batch, 64, 32, 64, 64). The transposed convolution is computed as a stride-1 convolution of the
+zero-dilated input (lhs_dilation = stride, padding kernel - 1 - padding = 2 on each side) with the
+spatially flipped kernel, in NDHWC with float32 accumulation.
+Then LayerNorm(out_channels) as KernelBench applies it: over the LAST axis, W_out = 64 (which
+equals out_channels), biased variance, eps 1e-5, with ln_weight, ln_bias; then the exact (erf)
+GELU and * 1.0. W is N(0, 1) as published. The epilogue runs in float32 and the output has the
+input dtype. The published volume (16 x 32 x 32) is not in CONFIG; the cpu and tiny scales add
+"depth"/"height"/"width" keys, keeping 2 * width == out_channels.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "34_ConvTranspose3d_LayerNorm_GELU_Scaling",
+    "batch_size": 32,
+    "in_channels": 32,
+    "out_channels": 64,
+    "kernel_size": 4,
+    "stride": 2,
+    "padding": 1,
+    "bias": True,
+    "eps": 1e-05,
+    "scaling_factor": 1.0,
+}
+
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 1, "in_channels": 16, "depth": 4, "height": 8, "width": 32},
+    "tiny": {"batch_size": 1, "in_channels": 4, "out_channels": 16, "depth": 2, "height": 4, "width": 8},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "ConvTranspose3d_LayerNorm_GELU_Scaling",
+    "kernelbench_id": 34,
+    "handtuned": False,
+}
+
+# The LayerNorm runs over only 64 values whose common offset is several times their spread, so a
+# kernel that rounds the transposed-convolution output to bf16 moves normalised values by up to
+# ~1.5e-2, plus one output ulp (measured max difference 3.1e-2 at an output of 2). Outputs reach ~4.
+TOLERANCE = {"atol": 2e-2, "rtol": 1e-2}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, conv_weight, conv_bias, ln_weight, ln_bias).
+
+    x U[0,1) and conv_weight (in, out, 4, 4, 4) N(0, 1) from key(0); conv_bias zeros (out,);
+    ln_weight ones, ln_bias zeros (out,).
+    """
+    b, cin, cout, k = (CONFIG[n] for n in ("batch_size", "in_channels", "out_channels", "kernel_size"))
+    d, h, w = CONFIG.get("depth", 16), CONFIG.get("height", 32), CONFIG.get("width", 32)
+    k_x, k_w = jax.random.split(jax.random.key(0), 2)
+    x = jax.random.uniform(k_x, (b, cin, d, h, w), jnp.float32).astype(dtype)
+    conv_weight = jax.random.normal(k_w, (cin, cout, k, k, k), jnp.float32).astype(dtype)
+    conv_bias = jnp.zeros((cout,), dtype)
+    return x, conv_weight, conv_bias, jnp.ones((cout,), dtype), jnp.zeros((cout,), dtype)
+
+
+def _conv_transpose3d(x, weight, stride, padding):
+    """PyTorch ConvTranspose3d: NCDHW x (in, out, k, k, k) -> NCDHW, float32 accumulation."""
+    k = weight.shape[2]
+    flipped = weight[:, :, ::-1, ::-1, ::-1]
+    rhs = jnp.transpose(flipped, (2, 3, 4, 0, 1))  # DHWIO with I = in, O = out
+    pad = k - 1 - padding
+    y = jax.lax.conv_general_dilated(
+        jnp.transpose(x, (0, 2, 3, 4, 1)), rhs,
+        window_strides=(1, 1, 1), padding=[(pad, pad)] * 3, lhs_dilation=(stride,) * 3,
+        dimension_numbers=("NDHWC", "DHWIO", "NDHWC"), preferred_element_type=jnp.float32,
+    )
+    return jnp.transpose(y, (0, 4, 1, 2, 3))
+
+
+def workload(x, conv_weight, conv_bias, ln_weight, ln_bias):
+    f32 = jnp.float32
+    h = _conv_transpose3d(x, conv_weight, 2, 1) + conv_bias.astype(f32)[None, :, None, None, None]
+    mean = jnp.mean(h, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(h - mean), axis=-1, keepdims=True)
+    h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
+    h = h * ln_weight.astype(f32) + ln_bias.astype(f32)
+    h = jax.nn.gelu(h, approximate=False)
+    return (h * 1.0).astype(x.dtype)

@@ -1,0 +1,47 @@
+"""KernelBench Level 2, task 40: Matmul_Scaling_ResidualAdd.
+
+h = x @ W + b; y = h * 0.5 + h (the scaled copy plus the unscaled original), W stored
+(in_features, out_features). The matmul accumulates in float32, the epilogue runs in float32 and
+the output has the input dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "40_Matmul_Scaling_ResidualAdd",
+    "batch_size": 16384,
+    "in_features": 4096,
+    "out_features": 4096,
+    "scaling_factor": 0.5,
+}
+
+# in_features is kept: with N(0, 0.02) weights it sets the magnitude of x @ W.
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 512, "out_features": 1024},
+    "tiny": {"batch_size": 16, "out_features": 256},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "Matmul_Scaling_ResidualAdd",
+    "kernelbench_id": 40,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, weight, bias): x (B, in) U[0,1); weight (in, out), bias (out,) N(0, 0.02)."""
+    b, k, n = CONFIG["batch_size"], CONFIG["in_features"], CONFIG["out_features"]
+    x = jax.random.uniform(jax.random.key(0), (b, k), jnp.float32).astype(dtype)
+    k_w, k_b = jax.random.split(jax.random.key(0xBADC0DE), 2)
+    weight = (jax.random.normal(k_w, (k, n), jnp.float32) * 0.02).astype(dtype)
+    bias = (jax.random.normal(k_b, (n,), jnp.float32) * 0.02).astype(dtype)
+    return x, weight, bias
+
+
+def workload(x, weight, bias):
+    h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
+    return (h * 0.5 + h).astype(x.dtype)

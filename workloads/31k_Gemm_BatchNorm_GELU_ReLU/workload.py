@@ -1,0 +1,57 @@
+"""KernelBench Level 2, task 41: Gemm_BatchNorm_GELU_ReLU.
+
+h = x @ W.T + bias (W stored (out_features, in_features)); BatchNorm1d in training mode: each
+feature normalised with the batch mean and biased batch variance (eps 1e-5; weight 1, bias 0);
+then the exact (erf) GELU and ReLU. W and bias are N(0, 1) as published.
+The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "41_Gemm_BatchNorm_GELU_ReLU",
+    "batch_size": 16384,
+    "in_features": 8192,
+    "out_features": 8192,
+}
+
+# The batch axis is the normalised one: it stays >= 256 so that batch statistics are meaningful.
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 512, "in_features": 2048, "out_features": 1024},
+    "tiny": {"batch_size": 64, "in_features": 1024, "out_features": 128},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "Gemm_BatchNorm_GELU_ReLU",
+    "kernelbench_id": 41,
+    "handtuned": False,
+}
+
+# With N(0, 1) weights the GEMM output is ~1e2 while its spread over the batch is ~26: rounding it
+# to bf16 (a plain bf16 matmul; error up to 0.5) moves the batch-normalised value by up to ~2e-2,
+# plus one output ulp (measured max difference 3.1e-2 at an output of 1.5). Outputs reach ~4.
+TOLERANCE = {"atol": 3e-2, "rtol": 1e-2}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, weight, bias) from key(0): x (B, in) U[0,1); weight (out, in), bias N(0, 1)."""
+    b, k, n = CONFIG["batch_size"], CONFIG["in_features"], CONFIG["out_features"]
+    k_x, k_w, k_b = jax.random.split(jax.random.key(0), 3)
+    x = jax.random.uniform(k_x, (b, k), jnp.float32).astype(dtype)
+    weight = jax.random.normal(k_w, (n, k), jnp.float32).astype(dtype)
+    bias = jax.random.normal(k_b, (n,), jnp.float32).astype(dtype)
+    return x, weight, bias
+
+
+def workload(x, weight, bias):
+    h = jax.lax.dot_general(x, weight, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32)
+    h = h + bias.astype(jnp.float32)
+    mean = jnp.mean(h, axis=0, keepdims=True)
+    var = jnp.mean(jnp.square(h - mean), axis=0, keepdims=True)
+    h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
+    h = jax.nn.gelu(h, approximate=False)
+    return jnp.maximum(h, 0.0).astype(x.dtype)

@@ -1,0 +1,46 @@
+"""KernelBench Level 2, task 59: Matmul_Swish_Scaling.
+
+h = x @ W + b; y = h * sigmoid(h) * 2.0, W stored (in_features, out_features).
+The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "59_Matmul_Swish_Scaling",
+    "batch_size": 4096,
+    "in_features": 8192,
+    "out_features": 8192,
+    "scaling_factor": 2.0,
+}
+
+# in_features is kept: with N(0, 0.02) weights it sets the magnitude of x @ W (~1 at 8192).
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 256, "out_features": 1024},
+    "tiny": {"batch_size": 16, "out_features": 256},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "Matmul_Swish_Scaling",
+    "kernelbench_id": 59,
+    "handtuned": False,
+}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, weight, bias): x (B, in) U[0,1); weight (in, out), bias (out,) N(0, 0.02)."""
+    b, k, n = CONFIG["batch_size"], CONFIG["in_features"], CONFIG["out_features"]
+    x = jax.random.uniform(jax.random.key(0), (b, k), jnp.float32).astype(dtype)
+    k_w, k_b = jax.random.split(jax.random.key(0xBADC0DE), 2)
+    weight = (jax.random.normal(k_w, (k, n), jnp.float32) * 0.02).astype(dtype)
+    bias = (jax.random.normal(k_b, (n,), jnp.float32) * 0.02).astype(dtype)
+    return x, weight, bias
+
+
+def workload(x, weight, bias):
+    h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
+    return (h * jax.nn.sigmoid(h) * 2.0).astype(x.dtype)

@@ -1,0 +1,52 @@
+"""KernelBench Level 2, task 99: Matmul_GELU_Softmax.
+
+y = softmax(gelu(x @ W + b), axis=1) with the exact (erf) GELU, W stored (in_features,
+out_features). The matmul accumulates in float32, the epilogue runs in float32 and the output has
+the input dtype.
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "99_Matmul_GELU_Softmax",
+    "batch_size": 4096,
+    "in_features": 8192,
+    "out_features": 8192,
+}
+
+# in_features is kept: it sets the spread of the logits (~1 at 8192).
+SCALES = {
+    "paper": {},
+    "cpu": {"batch_size": 256, "out_features": 1024},
+    "tiny": {"batch_size": 16, "out_features": 256},
+}
+
+META = {
+    "category": "kernelbench",
+    "model": "KernelBench Level 2",
+    "operator": "Matmul_GELU_Softmax",
+    "kernelbench_id": 99,
+    "handtuned": False,
+}
+
+# Softmax over out_features entries: outputs are ~1/out_features (1.2e-4 at the published size),
+# so atol=1e-2 would accept an all-zero output. The comparison is relative: bf16 rounding of a
+# logit of magnitude 2-4 (error up to 4e-3) becomes a 0.4 % relative error after exp, plus
+# 0.2-0.4 % from rounding the output to bf16, hence rtol 2e-2; atol only guards the far tail.
+TOLERANCE = {"atol": 1e-6, "rtol": 2e-2}
+
+
+def create_inputs(dtype=jnp.float32):
+    """Returns (x, weight, bias): x (B, in) U[0,1); weight (in, out), bias (out,) N(0, 0.02)."""
+    b, k, n = CONFIG["batch_size"], CONFIG["in_features"], CONFIG["out_features"]
+    x = jax.random.uniform(jax.random.key(0), (b, k), jnp.float32).astype(dtype)
+    k_w, k_b = jax.random.split(jax.random.key(42), 2)
+    weight = (jax.random.normal(k_w, (k, n), jnp.float32) * 0.02).astype(dtype)
+    bias = (jax.random.normal(k_b, (n,), jnp.float32) * 0.02).astype(dtype)
+    return x, weight, bias
+
+
+def workload(x, weight, bias):
+    h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
+    return jax.nn.softmax(jax.nn.gelu(h, approximate=False), axis=1).astype(x.dtype)

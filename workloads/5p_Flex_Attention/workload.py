@@ -1,0 +1,73 @@
+"""Flex attention of Llama-3.1-70B (MaxText attention_op): causal MHA with a score modifier.
+
+The score modifier is a learned relative-position bias per head: scores = Q K^T / sqrt(D) + bias[h],
+then the causal mask (-1e30) and softmax. Layout (B, H, S, D), bias (H, S, S). Scores and softmax in
+float32, probabilities cast to the input dtype for the PV product; output (B, H, S, D).
+"""
+
+import jax
+import jax.numpy as jnp
+
+CONFIG = {
+    "name": "llama3_70b_flex_attention",
+    "model": "Llama-3.1-70B",
+    "operator": "flex_attention",
+    "batch": 4,
+    "seq_len": 4096,
+    "num_heads": 64,
+    "head_dim": 128,
+}
+
+SCALES = {
+    "paper": {},
+    "cpu": {"batch": 1, "seq_len": 1024, "num_heads": 4},
+    "tiny": {"batch": 2, "seq_len": 64, "num_heads": 4},
+}
+
+META = {
+    "category": "priority",
+    "model": "Llama-3.1-70B",
+    "operator": "flex_attention",
+    "kernelbench_id": None,
+    "handtuned": False,
+}
+
+# K, V ~ N(0, 0.02) and a N(0, 0.01) bias give scores of std ~0.02: the softmax is nearly uniform
+# and the output is ~0.02/sqrt(#visible keys) (~4e-4 at S=4096), far below the default atol 1e-2
+# (an all-zero output would pass almost everywhere). atol 1e-4 (~1/4 of the paper-scale output
+# std) is still ~2x the error of a kernel that rounds the probabilities to bf16; rtol 1e-2 covers
+# bf16 rounding of the output.
+TOLERANCE = {"atol": 5e-4, "rtol": 1e-2}
+
+MASK_VALUE = -1e30
+
+
+def create_inputs(dtype=jnp.bfloat16):
+    """Returns (q ~ N(0,1), k, v ~ N(0,0.02), all (B,H,S,D); rel_pos_bias (H,S,S) ~ N(0,0.01))."""
+    c = CONFIG
+    b, h, s, d = c["batch"], c["num_heads"], c["seq_len"], c["head_dim"]
+    k_q, k_k, k_v, k_b = jax.random.split(jax.random.key(42), 4)
+    q = jax.random.normal(k_q, (b, h, s, d), jnp.float32).astype(dtype)
+    k = (jax.random.normal(k_k, (b, h, s, d), jnp.float32) * 0.02).astype(dtype)
+    v = (jax.random.normal(k_v, (b, h, s, d), jnp.float32) * 0.02).astype(dtype)
+    bias = (jax.random.normal(k_b, (h, s, s), jnp.float32) * 0.01).astype(dtype)
+    return q, k, v, bias
+
+
+def workload(q, k, v, rel_pos_bias):
+    s_q, d = q.shape[2], q.shape[3]
+    s_k = k.shape[2]
+    scores = jnp.einsum("bhqd,bhkd->bhqk", q, k, preferred_element_type=jnp.float32)
+    scores = scores * (d ** -0.5) + rel_pos_bias.astype(jnp.float32)[None]
+    causal = jnp.arange(s_q)[:, None] >= jnp.arange(s_k)[None, :]
+    scores = jnp.where(causal, scores, MASK_VALUE)
+    probs = jax.nn.softmax(scores, axis=-1)
+    out = jnp.einsum("bhqk,bhkd->bhqd", probs.astype(v.dtype), v, preferred_element_type=jnp.float32)
+    return out.astype(q.dtype)
+
+
+def get_flops():
+    # QK^T and PV: 4*B*H*S*S*D (causal not halved; the bias add and softmax are not counted, as in
+    # every jb attention workload).
+    c = CONFIG
+    return 4 * c["batch"] * c["num_heads"] * c["seq_len"] * c["seq_len"] * c["head_dim"]
