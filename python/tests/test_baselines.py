@@ -5,11 +5,15 @@
 - at tiny scale the first config of the tiny space (DEFAULTS clamped to the shape) reproduces the
   workload's XLA output within the workload's tolerance (Pallas interpret mode on CPU);
 - ``unsupported`` gives its reason on CPU exactly where the kernel cannot run there;
+- at paper scale, DEFAULTS and the first and last config of the paper space lower for TPU (Pallas
+  Mosaic lowering runs on a CPU host: it checks block shapes against the TPU tiling rules, though
+  not VMEM capacity or Mosaic's later passes, which need the TPU compiler);
 - ``invalid`` names a config that does not divide the tiny shape.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import pathlib
 import re
@@ -188,3 +192,48 @@ def test_7p_inputs_follow_the_kernel_conventions():
     result = compare(reference, ref(*inputs[:2]), **wl.tolerance)
     jax.clear_caches()
     assert result.ok, result.reason
+
+
+@contextlib.contextmanager
+def _v6e_info_for_cpu():
+    """Some kernels (7p) read pltpu.get_tpu_info() while lowering: answer for the CPU device with
+    TPU v6e's figures for the duration, then forget it again."""
+    from jax._src.pallas.mosaic import tpu_info
+
+    had = "cpu" in tpu_info.registry
+    tpu_info.registry.setdefault("cpu", lambda: tpu_info.get_tpu_info_for_chip(tpu_info.ChipVersion.TPU_V6E, 1))
+    try:
+        yield
+    finally:
+        if not had:
+            tpu_info.registry.pop("cpu", None)
+        tpu_info.get_tpu_info.cache_clear()
+
+
+def _abstract_inputs(wl):
+    """Shapes of the workload's inputs without materialising them; static (Python) inputs kept."""
+    statics = {}
+
+    def arrays_only():
+        out = wl.create_inputs()
+        for i in wl.static_argnums:
+            statics[i] = out[i]
+        return tuple(x for i, x in enumerate(out) if i not in wl.static_argnums)
+
+    arrays = jax.eval_shape(arrays_only)
+    rest = iter(arrays)
+    return tuple(statics[i] if i in statics else next(rest) for i in range(len(arrays) + len(statics)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_paper_configs_lower_for_tpu(name):
+    bl = baseline(name)
+    wl = load_workload(workload_dir(name), "paper")
+    inputs = _abstract_inputs(wl)
+    space = enumerate_space(name, "paper")
+    with _v6e_info_for_cpu():
+        for config in (bl.DEFAULTS, space[0], space[-1]):
+            fn = jax.jit(bl.make(config, wl.config, False), static_argnums=wl.static_argnums)
+            text = fn.trace(*inputs).lower(lowering_platforms=("tpu",)).as_text()
+            assert "tpu_custom_call" in text, f"{name} {config}: no Mosaic kernel in the TPU lowering"
+    jax.clear_caches()

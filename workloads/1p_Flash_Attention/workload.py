@@ -20,7 +20,7 @@ CONFIG = {
 
 SCALES = {
     "paper": {},
-    "cpu": {"batch": 2, "seq_len": 1024, "num_heads": 4},
+    "cpu": {"batch": 2, "seq_len": 1024, "num_heads": 2},
     "tiny": {"batch": 2, "seq_len": 64, "num_heads": 2},
 }
 

@@ -20,7 +20,7 @@ CONFIG = {
 SCALES = {
     "paper": {},
     "cpu": {"batch_size": 256, "out_features": 1024},
-    "tiny": {"batch_size": 16, "in_features": 1024, "out_features": 256},
+    "tiny": {"batch_size": 16, "out_features": 256},
 }
 
 META = {

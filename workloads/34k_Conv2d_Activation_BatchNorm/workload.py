@@ -22,7 +22,7 @@ CONFIG = {
 SCALES = {
     "paper": {},
     "cpu": {"batch_size": 8, "out_channels": 64, "height": 32, "width": 32},
-    "tiny": {"batch_size": 2, "in_channels": 16, "out_channels": 16, "height": 12, "width": 12},
+    "tiny": {"batch_size": 2, "out_channels": 16, "height": 12, "width": 12},
 }
 
 META = {

@@ -22,7 +22,7 @@ CONFIG = {
 SCALES = {
     "paper": {},
     "cpu": {"batch_size": 8, "height": 64, "width": 64},
-    "tiny": {"batch_size": 2, "height": 16, "width": 16},
+    "tiny": {"batch_size": 2, "height": 12, "width": 12},
 }
 
 META = {

@@ -22,7 +22,7 @@ CONFIG = {
 SCALES = {
     "paper": {},
     "cpu": {"batch_size": 256, "out_features": 1024, "num_groups": 32},
-    "tiny": {"batch_size": 16, "in_features": 1024, "out_features": 256, "num_groups": 8},
+    "tiny": {"batch_size": 16, "out_features": 256, "num_groups": 8},
 }
 
 META = {

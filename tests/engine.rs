@@ -1,0 +1,157 @@
+//! The engine with a fake executor: no processes, no Python.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jb::cache::Cache;
+use jb::engine::{closure_in_order, BuildOptions, Engine, KeyContext};
+use jb::exec::fake::{FakeBehavior, FakeExecutor};
+use jb::pipeline::{expand, load_pipelines, ExpandContext, PipelineSet};
+use jb::project::Project;
+use serde_json::json;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    project: Arc<Project>,
+    fake: Arc<FakeExecutor>,
+    cache: Arc<Cache>,
+}
+
+impl Fixture {
+    fn new(yaml: &str, files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("pipelines")).unwrap();
+        std::fs::write(dir.path().join("pipelines/p.yaml"), yaml).unwrap();
+        for (rel, text) in files {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let project = Arc::new(Project::discover(dir.path(), None, None, None).unwrap());
+        let cache = Arc::new(Cache::open(&project.cache_dir).unwrap());
+        Fixture { _dir: dir, project, fake: Arc::new(FakeExecutor::new()), cache }
+    }
+
+    fn set(&self) -> PipelineSet {
+        let ctx = ExpandContext { scale: "tiny".into(), backend: "cpu".into() };
+        expand(&self.project, load_pipelines(&self.project).unwrap(), &ctx).unwrap()
+    }
+
+    fn engine(&self) -> Engine {
+        Engine {
+            project: self.project.clone(),
+            cache: self.cache.clone(),
+            executor: self.fake.clone(),
+            ctx: KeyContext { scale: "tiny".into(), ..Default::default() },
+            backend: "cpu".into(),
+        }
+    }
+
+    fn build(&self, opts: &BuildOptions) -> jb::engine::BuildSummary {
+        self.fake.clear_log();
+        let set = self.set();
+        let all: Vec<usize> = (0..set.steps.len()).collect();
+        let order = closure_in_order(&set, &all);
+        self.engine().build(&set, &order, opts).unwrap()
+    }
+}
+
+const GRID: &str = r#"
+steps:
+  compile:
+    kind: compile
+    foreach:
+      - match: "w/{workload}/space.yaml"
+      - grid: "w/{workload}/space.yaml"
+    params: {config: "{config_params}", w: "{workload}"}
+  profile:
+    kind: profile
+    foreach:
+      - match: "w/{workload}/space.yaml"
+      - grid: "w/{workload}/space.yaml"
+    params: {config: "{config_params}", w: "{workload}"}
+    needs: [compile]
+  best:
+    kind: grid
+    foreach:
+      - match: "w/{workload}/space.yaml"
+    needs: [profile]
+"#;
+
+const SPACE: &str = "defaults: {bm: 8}\nspace:\n  tiny: {params: {bm: [4, 8, 16]}, filter: \"bm >= 8\"}\n";
+
+#[test]
+fn grid_expansion_joins_per_config_and_ranks() {
+    let f = Fixture::new(GRID, &[("w/1p_x/space.yaml", SPACE), ("w/2p_y/space.yaml", SPACE)]);
+    f.fake.on("p/profile[workload=1p_x,config=bm=8]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 2.0})));
+    f.fake.on("p/profile[workload=1p_x,config=bm=16]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.0})));
+    f.fake.on("p/compile[workload=2p_y,config=bm=16]", FakeBehavior::Fail("invalid".into()));
+    f.fake.on("p/profile[workload=2p_y,config=bm=8]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 3.0})));
+    let set = f.set();
+    assert_eq!(set.steps.len(), 2 * 2 + 2 * 2 + 2, "filter keeps bm 8 and 16 per workload");
+    let best = set.steps.iter().find(|s| s.id == "p/best[workload=1p_x]").unwrap();
+    assert_eq!(best.deps.len(), 2, "grid joins only its workload's profiles");
+    let s = f.build(&BuildOptions::default());
+    assert_eq!(s.failed, 0, "{:#?}", s.steps);
+    let get = |id: &str| s.steps.iter().find(|r| r.step == id).unwrap().clone();
+    assert_eq!(get("p/best[workload=1p_x]").result["best"]["config"], "bm=16");
+    assert_eq!(get("p/best[workload=1p_x]").result["best"]["params"]["bm"], 16);
+    let y = get("p/best[workload=2p_y]");
+    assert_eq!(y.result["best"]["config"], "bm=8");
+    assert_eq!(get("p/profile[workload=2p_y,config=bm=16]").status, "invalid", "invalid configs propagate, not fail");
+    assert_eq!(y.result["invalid"][0]["config"], "bm=16");
+}
+
+#[test]
+fn adding_a_grid_point_runs_only_that_point() {
+    let f = Fixture::new(GRID, &[("w/1p_x/space.yaml", SPACE)]);
+    f.build(&BuildOptions::default());
+    std::fs::write(f.project.root.join("w/1p_x/space.yaml"), SPACE.replace("[4, 8, 16]", "[4, 8, 16, 32]")).unwrap();
+    f.build(&BuildOptions::default());
+    let mut log = f.fake.executed();
+    log.sort();
+    assert_eq!(log, ["p/best[workload=1p_x]", "p/compile[workload=1p_x,config=bm=32]", "p/profile[workload=1p_x,config=bm=32]"]);
+}
+
+#[test]
+fn infrastructure_failures_are_not_cached_but_results_are() {
+    let f = Fixture::new("steps:\n  a:\n    kind: compile\n  b:\n    kind: compile\n    params: {x: 1}\n", &[]);
+    f.fake.on("p/a", FakeBehavior::Crash);
+    f.fake.on("p/b", FakeBehavior::Fail("compile_error".into()));
+    let opts = BuildOptions { keep_going: true, ..Default::default() };
+    let s = f.build(&opts);
+    assert_eq!(s.failed, 2);
+    f.build(&opts);
+    assert_eq!(f.fake.executed(), ["p/a"], "the crash reruns, the compile error is a cached result");
+}
+
+#[test]
+fn remeasure_accumulates_samples() {
+    let f = Fixture::new("steps:\n  prof:\n    kind: profile\n", &[]);
+    f.fake.on("p/prof", FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.0, "samples_ms": [1.0, 1.0, 3.0]})));
+    f.build(&BuildOptions::default());
+    f.build(&BuildOptions::default());
+    assert!(f.fake.executed().is_empty());
+    let s = f.build(&BuildOptions { remeasure: true, ..Default::default() });
+    assert_eq!(f.fake.executed(), ["p/prof"]);
+    assert_eq!(s.steps[0].result["measurements"], 2);
+    assert_eq!(s.steps[0].result["pooled_samples"], 6);
+    let key = &s.steps[0].key;
+    assert_eq!(f.cache.db.samples(key).unwrap().len(), 6);
+}
+
+#[test]
+fn measurements_never_overlap_and_jobs_run_in_parallel() {
+    let mut yaml = String::from("steps:\n");
+    for i in 0..4 {
+        yaml.push_str(&format!("  c{i}:\n    kind: compile\n    params: {{i: {i}}}\n  m{i}:\n    kind: profile\n    params: {{i: {i}}}\n"));
+    }
+    let f = Fixture::new(&yaml, &[]);
+    for i in 0..4 {
+        f.fake.on(&format!("p/c{i}"), FakeBehavior::Sleep(Duration::from_millis(150)));
+        f.fake.on(&format!("p/m{i}"), FakeBehavior::Sleep(Duration::from_millis(50)));
+    }
+    let s = f.build(&BuildOptions { jobs: 4, exclusive_measurements: true, ..Default::default() });
+    assert_eq!(s.failed, 0, "{:#?}", s.steps);
+    assert_eq!(f.fake.executed().len(), 8, "{:?}", f.fake.executed());
+}
