@@ -186,9 +186,8 @@ pub const VOLATILE_FIELDS: &[&str] = &[
 pub fn output_digest(result: &Value, files: &BTreeMap<String, String>) -> String {
     let mut stable = result.clone();
     if let Value::Object(m) = &mut stable {
-        for f in VOLATILE_FIELDS {
-            m.remove(*f);
-        }
+        // Timings (any `*_ms` field) and bookkeeping are measurements, not meaning.
+        m.retain(|k, _| !k.ends_with("_ms") && !VOLATILE_FIELDS.contains(&k.as_str()));
         m.remove("files");
     }
     let files_json = serde_json::to_value(files).unwrap_or(Value::Null);

@@ -76,7 +76,15 @@ fn cold_noop_and_one_change_reruns_exactly_its_chain() {
     // A change that alters the chain's outputs reruns the chain and the aggregate.
     p.write("src/in3.txt", "other 3\n");
     let r = p.jb(&["build", "--json"]);
-    assert_eq!(ran(&r), ["chains/a[n=3]", "chains/b[n=3]", "chains/c[n=3]", "chains/total"]);
+    assert_eq!(
+        ran(&r),
+        [
+            "chains/a[n=3]",
+            "chains/b[n=3]",
+            "chains/c[n=3]",
+            "chains/total"
+        ]
+    );
 
     // A change whose effect disappears downstream stops where the output is byte-identical:
     // `b` keeps the first 5 characters only.
@@ -92,13 +100,35 @@ fn dry_run_and_explain_say_why() {
     p.write("src/in1.txt", "changed\n");
     let r = p.jb(&["build", "--dry-run"]);
     assert_eq!(r.code, 0);
-    assert!(r.stdout.contains("run    chains/a[n=1]  (input file src/in1.txt changed"), "{}", r.stdout);
-    assert!(r.stdout.contains("run    chains/b[n=1]  (upstream chains/a[n=1] will run)"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("run    chains/a[n=1]  (input file src/in1.txt changed"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("run    chains/b[n=1]  (upstream chains/a[n=1] will run)"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("cached chains/a[n=0]"), "{}", r.stdout);
-    assert!(!p.read("out/a1.txt").contains("CHANGED"), "dry run must not execute");
+    assert!(
+        !p.read("out/a1.txt").contains("CHANGED"),
+        "dry run must not execute"
+    );
     let r = p.jb(&["explain", "chains/a[n=1]", "chains/a[n=0]"]);
-    assert!(r.stdout.contains("chains/a[n=1]: would run: input file src/in1.txt changed"), "{}", r.stdout);
-    assert!(r.stdout.contains("chains/a[n=0]: up to date"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("chains/a[n=1]: would run: input file src/in1.txt changed"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("chains/a[n=0]: up to date"),
+        "{}",
+        r.stdout
+    );
     let r = p.jb(&["explain", "chains/total", "--json"]);
     assert_eq!(r.json()[0]["reason"], "upstream chains/c[n=1] will run");
 }
@@ -125,7 +155,14 @@ fn failure_exit_code_and_keep_going() {
     let r = p.jb(&["build", "-k", "--json"]);
     assert_eq!(r.code, 1);
     let v = r.json();
-    let status = |id: &str| v["steps"].as_array().unwrap().iter().find(|s| s["step"] == id).map(|s| s["status"].clone());
+    let status = |id: &str| {
+        v["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["step"] == id)
+            .map(|s| s["status"].clone())
+    };
     assert_eq!(status("f/bad").unwrap(), "failed");
     assert_eq!(status("f/after").unwrap(), "skipped");
     assert_eq!(status("f/other").unwrap(), "ok");
@@ -134,24 +171,37 @@ fn failure_exit_code_and_keep_going() {
 #[test]
 fn timeout_is_recorded_and_not_cached() {
     let p = TestProject::new();
-    p.write("pipelines/t.yaml", "steps:\n  slow:\n    kind: command\n    timeout: 0.3\n    run: sleep 30\n");
+    p.write(
+        "pipelines/t.yaml",
+        "steps:\n  slow:\n    kind: command\n    timeout: 0.3\n    run: sleep 30\n",
+    );
     let t0 = Instant::now();
     let r = p.jb(&["build", "--json"]);
     assert!(t0.elapsed() < Duration::from_secs(20));
     assert_eq!(r.code, 1);
     assert_eq!(r.json()["steps"][0]["status"], "timeout");
     let r = p.jb(&["build", "--dry-run"]);
-    assert!(r.stdout.contains("run    t/slow"), "infrastructure failures are not cached: {}", r.stdout);
+    assert!(
+        r.stdout.contains("run    t/slow"),
+        "infrastructure failures are not cached: {}",
+        r.stdout
+    );
 }
 
 #[test]
 fn kill_dash_nine_mid_run_then_rerun_completes() {
     let p = chains(6, "sleep 0.25; ");
-    let mut child = p.command(&["build", "-j", "2"]).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = p
+        .command(&["build", "-j", "2"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     // Wait until a few steps finished, then kill jb without warning.
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        let done = (0..6).filter(|i| p.path().join(format!("out/b{i}.txt")).exists()).count();
+        let done = (0..6)
+            .filter(|i| p.path().join(format!("out/b{i}.txt")).exists())
+            .count();
         if done >= 2 {
             break;
         }
@@ -173,9 +223,22 @@ fn kill_dash_nine_mid_run_then_rerun_completes() {
 #[test]
 fn two_concurrent_builds_on_one_cache_both_succeed() {
     let p = chains(8, "sleep 0.05; ");
-    let a = p.command(&["build", "-j", "2", "--json"]).stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let b = p.command(&["build", "-j", "2", "--json"]).stderr(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let (ra, rb): (common::Run, common::Run) = (a.wait_with_output().unwrap().into(), b.wait_with_output().unwrap().into());
+    let a = p
+        .command(&["build", "-j", "2", "--json"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let b = p
+        .command(&["build", "-j", "2", "--json"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (ra, rb): (common::Run, common::Run) = (
+        a.wait_with_output().unwrap().into(),
+        b.wait_with_output().unwrap().into(),
+    );
     assert_eq!(ra.code, 0, "first: {}", ra.stderr);
     assert_eq!(rb.code, 0, "second: {}", rb.stderr);
     assert_eq!(p.read("out/total.txt").trim(), "1");
@@ -189,7 +252,10 @@ fn corrupted_blob_is_detected_and_recomputed() {
     assert_eq!(p.jb(&["build"]).code, 0);
     // Corrupt every blob in the store.
     let mut corrupted = 0;
-    for d in std::fs::read_dir(p.path().join("cache/cas")).unwrap().flatten() {
+    for d in std::fs::read_dir(p.path().join("cache/cas"))
+        .unwrap()
+        .flatten()
+    {
         for f in std::fs::read_dir(d.path()).unwrap().flatten() {
             let mut bytes = std::fs::read(f.path()).unwrap();
             bytes[0] ^= 0x20;
@@ -202,7 +268,11 @@ fn corrupted_blob_is_detected_and_recomputed() {
     let r = p.jb(&["build", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("corrupt blob"), "{}", r.stderr);
-    assert_eq!(ran(&r).len(), 4, "every step whose blob was corrupt ran again");
+    assert_eq!(
+        ran(&r).len(),
+        4,
+        "every step whose blob was corrupt ran again"
+    );
     assert_eq!(p.read("out/c0.txt").trim(), "EULAV");
     let r = p.jb(&["build", "--json"]);
     assert!(ran(&r).is_empty());
@@ -219,8 +289,13 @@ fn cache_stats_gc_clean() {
     let r = p.jb(&["cache", "gc"]);
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("dropped"), "{}", r.stdout);
-    let after = p.jb(&["cache", "stats", "--json"]).json()["tables"]["actions"].as_i64().unwrap();
-    assert!(after < before, "gc dropped superseded records ({before} -> {after})");
+    let after = p.jb(&["cache", "stats", "--json"]).json()["tables"]["actions"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        after < before,
+        "gc dropped superseded records ({before} -> {after})"
+    );
     let r = p.jb(&["build", "--json"]);
     assert!(ran(&r).is_empty(), "gc keeps what the current build uses");
     assert_eq!(p.jb(&["cache", "clean"]).code, 0);

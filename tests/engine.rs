@@ -29,11 +29,19 @@ impl Fixture {
         }
         let project = Arc::new(Project::discover(dir.path(), None, None, None).unwrap());
         let cache = Arc::new(Cache::open(&project.cache_dir).unwrap());
-        Fixture { _dir: dir, project, fake: Arc::new(FakeExecutor::new()), cache }
+        Fixture {
+            _dir: dir,
+            project,
+            fake: Arc::new(FakeExecutor::new()),
+            cache,
+        }
     }
 
     fn set(&self) -> PipelineSet {
-        let ctx = ExpandContext { scale: "tiny".into(), backend: "cpu".into() };
+        let ctx = ExpandContext {
+            scale: "tiny".into(),
+            backend: "cpu".into(),
+        };
         expand(&self.project, load_pipelines(&self.project).unwrap(), &ctx).unwrap()
     }
 
@@ -42,7 +50,10 @@ impl Fixture {
             project: self.project.clone(),
             cache: self.cache.clone(),
             executor: self.fake.clone(),
-            ctx: KeyContext { scale: "tiny".into(), ..Default::default() },
+            ctx: KeyContext {
+                scale: "tiny".into(),
+                ..Default::default()
+            },
             backend: "cpu".into(),
         }
     }
@@ -78,27 +89,65 @@ steps:
     needs: [profile]
 "#;
 
-const SPACE: &str = "defaults: {bm: 8}\nspace:\n  tiny: {params: {bm: [4, 8, 16]}, filter: \"bm >= 8\"}\n";
+const SPACE: &str =
+    "defaults: {bm: 8}\nspace:\n  tiny: {params: {bm: [4, 8, 16]}, filter: \"bm >= 8\"}\n";
 
 #[test]
 fn grid_expansion_joins_per_config_and_ranks() {
-    let f = Fixture::new(GRID, &[("w/1p_x/space.yaml", SPACE), ("w/2p_y/space.yaml", SPACE)]);
-    f.fake.on("p/profile[workload=1p_x,config=bm=8]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 2.0})));
-    f.fake.on("p/profile[workload=1p_x,config=bm=16]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.0})));
-    f.fake.on("p/compile[workload=2p_y,config=bm=16]", FakeBehavior::Fail("invalid".into()));
-    f.fake.on("p/profile[workload=2p_y,config=bm=8]", FakeBehavior::Output(json!({"status": "ok", "median_ms": 3.0})));
+    let f = Fixture::new(
+        GRID,
+        &[("w/1p_x/space.yaml", SPACE), ("w/2p_y/space.yaml", SPACE)],
+    );
+    f.fake.on(
+        "p/profile[workload=1p_x,config=bm=8]",
+        FakeBehavior::Output(json!({"status": "ok", "median_ms": 2.0})),
+    );
+    f.fake.on(
+        "p/profile[workload=1p_x,config=bm=16]",
+        FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.0})),
+    );
+    f.fake.on(
+        "p/compile[workload=2p_y,config=bm=16]",
+        FakeBehavior::Fail("invalid".into()),
+    );
+    f.fake.on(
+        "p/profile[workload=2p_y,config=bm=8]",
+        FakeBehavior::Output(json!({"status": "ok", "median_ms": 3.0})),
+    );
     let set = f.set();
-    assert_eq!(set.steps.len(), 2 * 2 + 2 * 2 + 2, "filter keeps bm 8 and 16 per workload");
-    let best = set.steps.iter().find(|s| s.id == "p/best[workload=1p_x]").unwrap();
-    assert_eq!(best.deps.len(), 2, "grid joins only its workload's profiles");
+    assert_eq!(
+        set.steps.len(),
+        2 * 2 + 2 * 2 + 2,
+        "filter keeps bm 8 and 16 per workload"
+    );
+    let best = set
+        .steps
+        .iter()
+        .find(|s| s.id == "p/best[workload=1p_x]")
+        .unwrap();
+    assert_eq!(
+        best.deps.len(),
+        2,
+        "grid joins only its workload's profiles"
+    );
     let s = f.build(&BuildOptions::default());
     assert_eq!(s.failed, 0, "{:#?}", s.steps);
     let get = |id: &str| s.steps.iter().find(|r| r.step == id).unwrap().clone();
-    assert_eq!(get("p/best[workload=1p_x]").result["best"]["config"], "bm=16");
-    assert_eq!(get("p/best[workload=1p_x]").result["best"]["params"]["bm"], 16);
+    assert_eq!(
+        get("p/best[workload=1p_x]").result["best"]["config"],
+        "bm=16"
+    );
+    assert_eq!(
+        get("p/best[workload=1p_x]").result["best"]["params"]["bm"],
+        16
+    );
     let y = get("p/best[workload=2p_y]");
     assert_eq!(y.result["best"]["config"], "bm=8");
-    assert_eq!(get("p/profile[workload=2p_y,config=bm=16]").status, "invalid", "invalid configs propagate, not fail");
+    assert_eq!(
+        get("p/profile[workload=2p_y,config=bm=16]").status,
+        "invalid",
+        "invalid configs propagate, not fail"
+    );
     assert_eq!(y.result["invalid"][0]["config"], "bm=16");
 }
 
@@ -106,33 +155,62 @@ fn grid_expansion_joins_per_config_and_ranks() {
 fn adding_a_grid_point_runs_only_that_point() {
     let f = Fixture::new(GRID, &[("w/1p_x/space.yaml", SPACE)]);
     f.build(&BuildOptions::default());
-    std::fs::write(f.project.root.join("w/1p_x/space.yaml"), SPACE.replace("[4, 8, 16]", "[4, 8, 16, 32]")).unwrap();
+    std::fs::write(
+        f.project.root.join("w/1p_x/space.yaml"),
+        SPACE.replace("[4, 8, 16]", "[4, 8, 16, 32]"),
+    )
+    .unwrap();
     f.build(&BuildOptions::default());
     let mut log = f.fake.executed();
     log.sort();
-    assert_eq!(log, ["p/best[workload=1p_x]", "p/compile[workload=1p_x,config=bm=32]", "p/profile[workload=1p_x,config=bm=32]"]);
+    assert_eq!(
+        log,
+        [
+            "p/best[workload=1p_x]",
+            "p/compile[workload=1p_x,config=bm=32]",
+            "p/profile[workload=1p_x,config=bm=32]"
+        ]
+    );
 }
 
 #[test]
 fn infrastructure_failures_are_not_cached_but_results_are() {
-    let f = Fixture::new("steps:\n  a:\n    kind: compile\n  b:\n    kind: compile\n    params: {x: 1}\n", &[]);
+    let f = Fixture::new(
+        "steps:\n  a:\n    kind: compile\n  b:\n    kind: compile\n    params: {x: 1}\n",
+        &[],
+    );
     f.fake.on("p/a", FakeBehavior::Crash);
     f.fake.on("p/b", FakeBehavior::Fail("compile_error".into()));
-    let opts = BuildOptions { keep_going: true, ..Default::default() };
+    let opts = BuildOptions {
+        keep_going: true,
+        ..Default::default()
+    };
     let s = f.build(&opts);
     assert_eq!(s.failed, 2);
     f.build(&opts);
-    assert_eq!(f.fake.executed(), ["p/a"], "the crash reruns, the compile error is a cached result");
+    assert_eq!(
+        f.fake.executed(),
+        ["p/a"],
+        "the crash reruns, the compile error is a cached result"
+    );
 }
 
 #[test]
 fn remeasure_accumulates_samples() {
     let f = Fixture::new("steps:\n  prof:\n    kind: profile\n", &[]);
-    f.fake.on("p/prof", FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.0, "samples_ms": [1.0, 1.0, 3.0]})));
+    f.fake.on(
+        "p/prof",
+        FakeBehavior::Output(
+            json!({"status": "ok", "median_ms": 1.0, "samples_ms": [1.0, 1.0, 3.0]}),
+        ),
+    );
     f.build(&BuildOptions::default());
     f.build(&BuildOptions::default());
     assert!(f.fake.executed().is_empty());
-    let s = f.build(&BuildOptions { remeasure: true, ..Default::default() });
+    let s = f.build(&BuildOptions {
+        remeasure: true,
+        ..Default::default()
+    });
     assert_eq!(f.fake.executed(), ["p/prof"]);
     assert_eq!(s.steps[0].result["measurements"], 2);
     assert_eq!(s.steps[0].result["pooled_samples"], 6);
@@ -148,10 +226,20 @@ fn measurements_never_overlap_and_jobs_run_in_parallel() {
     }
     let f = Fixture::new(&yaml, &[]);
     for i in 0..4 {
-        f.fake.on(&format!("p/c{i}"), FakeBehavior::Sleep(Duration::from_millis(150)));
-        f.fake.on(&format!("p/m{i}"), FakeBehavior::Sleep(Duration::from_millis(50)));
+        f.fake.on(
+            &format!("p/c{i}"),
+            FakeBehavior::Sleep(Duration::from_millis(150)),
+        );
+        f.fake.on(
+            &format!("p/m{i}"),
+            FakeBehavior::Sleep(Duration::from_millis(50)),
+        );
     }
-    let s = f.build(&BuildOptions { jobs: 4, exclusive_measurements: true, ..Default::default() });
+    let s = f.build(&BuildOptions {
+        jobs: 4,
+        exclusive_measurements: true,
+        ..Default::default()
+    });
     assert_eq!(s.failed, 0, "{:#?}", s.steps);
     assert_eq!(f.fake.executed().len(), 8, "{:?}", f.fake.executed());
 }

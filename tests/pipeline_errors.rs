@@ -10,12 +10,32 @@ fn check(name: &str, yaml: &str, line: usize, needle: &str) {
     p.write("src/a.txt", "a\n");
     p.write("pipelines/bad.yaml", yaml);
     let r = p.jb(&["build"]);
-    assert_eq!(r.code, 2, "{name}: expected exit 2, got {}\nstderr: {}", r.code, r.stderr);
+    assert_eq!(
+        r.code, 2,
+        "{name}: expected exit 2, got {}\nstderr: {}",
+        r.code, r.stderr
+    );
     let expected = format!("pipelines/bad.yaml:{line}:");
-    assert!(r.stderr.contains(&expected), "{name}: expected `{expected}` in: {}", r.stderr);
-    assert!(r.stderr.contains(needle), "{name}: expected `{needle}` in: {}", r.stderr);
-    assert_eq!(r.stderr.trim().lines().count(), 1, "{name}: message is one line: {}", r.stderr);
-    assert!(!p.path().join("cache").exists(), "{name}: nothing may be written");
+    assert!(
+        r.stderr.contains(&expected),
+        "{name}: expected `{expected}` in: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(needle),
+        "{name}: expected `{needle}` in: {}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stderr.trim().lines().count(),
+        1,
+        "{name}: message is one line: {}",
+        r.stderr
+    );
+    assert!(
+        !p.path().join("cache").exists(),
+        "{name}: nothing may be written"
+    );
     assert!(!p.path().join("out").exists(), "{name}: nothing may run");
 }
 
@@ -23,22 +43,42 @@ const OK_STEP: &str = "  ok:\n    kind: command\n    outputs: [out/ok.txt]\n    
 
 #[test]
 fn yaml_syntax_error() {
-    check("syntax", &format!("steps:\n{OK_STEP}  b:\n    kind: [command\n"), 7, "");
+    check(
+        "syntax",
+        &format!("steps:\n{OK_STEP}  b:\n    kind: [command\n"),
+        7,
+        "",
+    );
 }
 
 #[test]
 fn unknown_key() {
-    check("unknown key", &format!("steps:\n{OK_STEP}  b:\n    kind: command\n    rn: echo\n"), 8, "unknown field `rn`");
+    check(
+        "unknown key",
+        &format!("steps:\n{OK_STEP}  b:\n    kind: command\n    rn: echo\n"),
+        8,
+        "unknown field `rn`",
+    );
 }
 
 #[test]
 fn unknown_top_level_key() {
-    check("unknown top key", &format!("stepz: 1\nsteps:\n{OK_STEP}"), 1, "unknown field `stepz`");
+    check(
+        "unknown top key",
+        &format!("stepz: 1\nsteps:\n{OK_STEP}"),
+        1,
+        "unknown field `stepz`",
+    );
 }
 
 #[test]
 fn unknown_step_kind() {
-    check("unknown kind", &format!("steps:\n{OK_STEP}  b:\n    kind: compil\n"), 7, "unknown variant `compil`");
+    check(
+        "unknown kind",
+        &format!("steps:\n{OK_STEP}  b:\n    kind: compil\n"),
+        7,
+        "unknown variant `compil`",
+    );
 }
 
 #[test]
@@ -49,7 +89,9 @@ fn dependency_cycle() {
 
 #[test]
 fn missing_step_reference() {
-    let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    needs: [ok, nope]\n    run: echo b\n");
+    let yaml = format!(
+        "steps:\n{OK_STEP}  b:\n    kind: command\n    needs: [ok, nope]\n    run: echo b\n"
+    );
     check("missing ref", &yaml, 8, "`bad/nope`, which does not exist");
 }
 
@@ -61,13 +103,16 @@ fn glob_matches_nothing() {
 
 #[test]
 fn input_glob_matches_nothing() {
-    let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    inputs: [\"src/*.py\"]\n    run: echo\n");
+    let yaml = format!(
+        "steps:\n{OK_STEP}  b:\n    kind: command\n    inputs: [\"src/*.py\"]\n    run: echo\n"
+    );
     check("empty input glob", &yaml, 8, "matches no file");
 }
 
 #[test]
 fn wrongly_typed_value() {
-    let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    timeout: soon\n    run: echo\n");
+    let yaml =
+        format!("steps:\n{OK_STEP}  b:\n    kind: command\n    timeout: soon\n    run: echo\n");
     check("type", &yaml, 8, "invalid type");
 }
 
@@ -79,7 +124,12 @@ fn unknown_variable() {
 
 #[test]
 fn command_without_run() {
-    check("no run", &format!("steps:\n{OK_STEP}  b:\n    kind: command\n"), 6, "needs `run`");
+    check(
+        "no run",
+        &format!("steps:\n{OK_STEP}  b:\n    kind: command\n"),
+        6,
+        "needs `run`",
+    );
 }
 
 #[test]
@@ -90,7 +140,8 @@ fn ambiguous_foreach_entry() {
 
 #[test]
 fn negative_timeout() {
-    let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    timeout: -1\n    run: echo\n");
+    let yaml =
+        format!("steps:\n{OK_STEP}  b:\n    kind: command\n    timeout: -1\n    run: echo\n");
     check("timeout", &yaml, 8, "positive");
 }
 
@@ -99,7 +150,10 @@ fn unknown_target_is_usage_error() {
     // Two instances that cannot be told apart (no variable distinguishes them) are an error.
     let p = TestProject::new();
     p.write("src/a.txt", "a");
-    p.write("pipelines/ok.yaml", OK_STEP.replace("  ok:", "steps:\n  ok:").as_str());
+    p.write(
+        "pipelines/ok.yaml",
+        OK_STEP.replace("  ok:", "steps:\n  ok:").as_str(),
+    );
     let r = p.jb(&["build", "nosuchtarget"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("matches no step"), "{}", r.stderr);

@@ -58,28 +58,38 @@ def _public(namespace: dict) -> dict[str, Any]:
     return out
 
 
-def _namespaces() -> list[tuple[str, dict, bool]]:
-    """(label, {name: object}, report_additions) for everything the harness relies on."""
+def _namespaces() -> list[tuple[str, Any, dict, bool]]:
+    """(label, owner, {name: object}, report_additions) for everything the harness relies on."""
+    import gzip
+    import json
+    import os
+    import shutil
+    import statistics
+
     import jax
     import jax.profiler
     import jax.tree_util
 
-    spaces: list[tuple[str, dict, bool]] = []
-    spaces.append(("builtins", {n: getattr(builtins, n) for n in _BUILTIN_NAMES if hasattr(builtins, n)}, False))
-    spaces.append(("time", {n: getattr(time, n) for n in _TIME_NAMES if hasattr(time, n)}, False))
-    spaces.append(("jax", {n: getattr(jax, n) for n in _JAX_NAMES if hasattr(jax, n)}, False))
-    spaces.append(("jax.profiler", _public(vars(jax.profiler)), False))
-    spaces.append(("jax.tree_util", _public(vars(jax.tree_util)), False))
+    def pick(owner, names):
+        return {n: getattr(owner, n) for n in names if hasattr(owner, n)}
+
+    spaces: list[tuple[str, Any, dict, bool]] = [
+        ("builtins", builtins, pick(builtins, _BUILTIN_NAMES), False),
+        ("time", time, pick(time, _TIME_NAMES), False),
+        ("jax", jax, pick(jax, _JAX_NAMES), False),
+        ("jax.profiler", jax.profiler, _public(vars(jax.profiler)), False),
+        ("jax.tree_util", jax.tree_util, _public(vars(jax.tree_util)), False),
+    ]
     try:
         from jax._src import profiler as src_profiler
 
-        spaces.append(("jax._src.profiler", _public(vars(src_profiler)), False))
+        spaces.append(("jax._src.profiler", src_profiler, _public(vars(src_profiler)), False))
     except ImportError:  # pragma: no cover
         pass
     try:
         from jax._src import array as src_array
 
-        spaces.append(("jax.ArrayImpl", _public(vars(src_array.ArrayImpl)), True))
+        spaces.append(("jax.ArrayImpl", src_array.ArrayImpl, _public(vars(src_array.ArrayImpl)), True))
     except (ImportError, AttributeError):  # pragma: no cover
         pass
     try:
@@ -88,27 +98,24 @@ def _namespaces() -> list[tuple[str, dict, bool]]:
         for cls_name in ("Compiled", "Lowered", "Traced"):
             cls = getattr(stages, cls_name, None)
             if cls is not None:
-                spaces.append((f"jax.stages.{cls_name}", _public(vars(cls)), True))
+                spaces.append((f"jax.stages.{cls_name}", cls, _public(vars(cls)), True))
     except ImportError:  # pragma: no cover
         pass
-    spaces.append(("numpy", _public(vars(np)), False))
-    import gzip
-    import json
-    import os
-    import shutil
-    import statistics
-
-    spaces.append(("statistics", _public(vars(statistics)), False))
-    spaces.append(("json", {n: getattr(json, n) for n in ("dumps", "loads", "dump", "load")}, False))
-    spaces.append(("gzip", {"open": gzip.open}, False))
-    spaces.append(("hashlib", {n: getattr(hashlib, n) for n in ("blake2b", "sha256")}, False))
-    spaces.append(("shutil", {n: getattr(shutil, n) for n in ("copy2", "copyfile", "copytree", "rmtree")}, False))
-    spaces.append(("os", {n: getattr(os, n) for n in ("write", "dup", "dup2", "fsync", "walk", "listdir", "makedirs", "getpid", "replace")}, False))
-    spaces.append(("threading", {"enumerate": threading.enumerate, "Thread.start": threading.Thread.start}, False))
+    spaces += [
+        ("numpy", np, _public(vars(np)), False),
+        ("statistics", statistics, _public(vars(statistics)), False),
+        ("json", json, pick(json, ("dumps", "loads", "dump", "load")), False),
+        ("gzip", gzip, pick(gzip, ("open",)), False),
+        ("hashlib", hashlib, pick(hashlib, ("blake2b", "sha256")), False),
+        ("shutil", shutil, pick(shutil, ("copy2", "copyfile", "copytree", "rmtree")), False),
+        ("os", os, pick(os, ("write", "dup", "dup2", "fsync", "walk", "listdir", "makedirs", "getpid", "replace")), False),
+        ("threading", threading, pick(threading, ("enumerate",)), False),
+        ("threading.Thread", threading.Thread, pick(threading.Thread, ("start", "run", "join")), False),
+    ]
     for name, module in sorted(sys.modules.items()):
         if module is None or not (name == "jb" or name.startswith("jb.")):
             continue
-        spaces.append((name, _public(vars(module)), True))
+        spaces.append((name, module, _public(vars(module)), True))
     return spaces
 
 
@@ -156,7 +163,7 @@ def capture() -> Snapshot:
     functions: dict[str, Any] = {}
     keys: dict[str, set] = {}
     additions: dict[str, bool] = {}
-    for label, space, report_additions in _namespaces():
+    for label, _owner, space, report_additions in _namespaces():
         keys[label] = set(space)
         additions[label] = report_additions
         for name, obj in space.items():
@@ -179,7 +186,7 @@ def tampering(snapshot: Snapshot) -> list[str]:
     """Reasons for every harness function, module, hook, signal or flag changed since ``snapshot``."""
     reasons: list[str] = []
     changed: list[str] = []
-    for label, space, _ in _namespaces():
+    for label, _owner, space, _ in _namespaces():
         before = snapshot.keys.get(label)
         if before is None:
             continue
@@ -230,6 +237,54 @@ def leftover_threads(snapshot: Snapshot, grace_s: float = 0.2) -> list[str]:
 
 def check(snapshot: Snapshot) -> list[str]:
     return tampering(snapshot) + leftover_threads(snapshot)
+
+
+def restore(snapshot: Snapshot) -> None:
+    """Best effort: put back every replaced harness function, remove added names, unhook tracers.
+
+    A worker that ran a tampering candidate is still reported as tainted (jb discards it); this
+    keeps the current process usable for its remaining answers (and keeps tests independent).
+    """
+    for label, owner, space, _ in _namespaces():
+        before = snapshot.keys.get(label)
+        if before is None:
+            continue
+        for name in before:
+            original = snapshot.functions[f"{label}.{name}"]
+            if space.get(name, _MISSING) is not original:
+                try:
+                    setattr(owner, name, original)
+                except (AttributeError, TypeError):
+                    pass
+        if snapshot.additions.get(label):
+            for name in set(space) - before:
+                try:
+                    delattr(owner, name)
+                except (AttributeError, TypeError):
+                    pass
+    for name, module in snapshot.modules.items():
+        if module is not None:
+            sys.modules[name] = module
+    sys.settrace(snapshot.trace_hooks[0])
+    sys.setprofile(snapshot.trace_hooks[1])
+    threading.settrace(snapshot.trace_hooks[2])  # type: ignore[arg-type]
+    threading.setprofile(snapshot.trace_hooks[3])  # type: ignore[arg-type]
+    for sig, handler in snapshot.signals.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (ValueError, TypeError, OSError):
+            pass
+    import jax
+
+    for flag, value in snapshot.config.items():
+        try:
+            if getattr(jax.config, flag) != value:
+                jax.config.update(flag, value)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_MISSING = object()
 
 
 def checksum(inputs) -> list[str]:

@@ -1,12 +1,15 @@
 //! The `jb` command line.
 
-mod build;
+pub mod build;
 mod cache_cmd;
 mod doctor;
+mod eval;
 mod explain;
 mod list;
+mod resolve;
 mod session;
 mod setup;
+mod tune;
 mod workloads;
 
 pub use workloads::list_workloads;
@@ -95,12 +98,18 @@ pub struct GlobalOpts {
 pub enum Cmd {
     /// Build targets (default `all`): run what changed, reuse everything else from the cache.
     Build(build::BuildArgs),
+    /// Evaluate one candidate kernel: compile, verify, profile beside XLA and the hand-tuned baseline.
+    /// Exit 0 only when the candidate is correct.
+    Eval(eval::EvalArgs),
     /// Explain why a step would run: the component of its key that changed.
     Explain(explain::ExplainArgs),
     /// List workloads, pipelines or steps.
     List(list::ListArgs),
     /// Print the step graph (dot or mermaid).
     Graph(list::GraphArgs),
+    /// Grid-search the hand-tuned baselines' block sizes (pipelines/tune.yaml); the best
+    /// configuration becomes the hand-tuned baseline of `jb eval` and the reports.
+    Tune(tune::TuneArgs),
     /// Inspect or prune the cache.
     Cache(cache_cmd::CacheArgs),
     /// Create (or check) the Python environment from the pinned requirements.
@@ -145,9 +154,11 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Cmd::Build(a) => build::run(&cli.global, a),
+        Cmd::Eval(a) => eval::run(&cli.global, a),
         Cmd::Explain(a) => explain::run(&cli.global, a),
         Cmd::List(a) => list::run_list(&cli.global, a),
         Cmd::Graph(a) => list::run_graph(&cli.global, a),
+        Cmd::Tune(a) => tune::run(&cli.global, a),
         Cmd::Cache(a) => cache_cmd::run(&cli.global, a),
         Cmd::Setup(a) => setup::run(&cli.global, a),
         Cmd::Doctor => doctor::run(&cli.global),

@@ -118,8 +118,18 @@ pub fn scale_of(global: &GlobalOpts, backend: &str) -> String {
 
 impl Session {
     pub fn open(global: &GlobalOpts, python: Python) -> Result<Session> {
+        Self::open_with(global, python, |_| Ok(Vec::new()))
+    }
+
+    /// Open with extra, generated pipelines (e.g. `jb eval`'s) expanded beside the project's.
+    pub fn open_with(
+        global: &GlobalOpts,
+        python: Python,
+        extra: impl FnOnce(&Project) -> Result<Vec<LoadedPipeline>>,
+    ) -> Result<Session> {
         let project = project(global)?;
-        let pipelines = pipeline::load_pipelines(&project)?;
+        let mut pipelines = pipeline::load_pipelines(&project)?;
+        pipelines.extend(extra(&project)?);
         let env = worker_env(global);
         // Validate everything before anything is written or started.
         let cached_fp = fingerprint(&project, global, &env, false)?;

@@ -64,7 +64,9 @@ impl Executor for FakeExecutor {
         match behavior {
             // Built-in kinds are pure functions of upstream results: run the real ones.
             None if req.step.kind == crate::pipeline::StepKind::Grid => super::builtin::grid(req),
-            None if req.step.kind == crate::pipeline::StepKind::Aggregate => super::builtin::aggregate(req),
+            None if req.step.kind == crate::pipeline::StepKind::Aggregate => {
+                super::builtin::aggregate(req)
+            }
             None => default(),
             Some(FakeBehavior::Output(v)) => StepOutput::new("ok", v),
             Some(FakeBehavior::Fail(status)) => {

@@ -16,7 +16,12 @@ pub struct Run {
 
 impl Run {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
@@ -63,7 +68,10 @@ impl TestProject {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(jb_bin());
-        c.args(args).current_dir(self.path()).env_remove("JB_CACHE_DIR").env("NO_COLOR", "1");
+        c.args(args)
+            .current_dir(self.path())
+            .env_remove("JB_CACHE_DIR")
+            .env("NO_COLOR", "1");
         c
     }
 

@@ -25,7 +25,7 @@ CONFIG = {
 
 SCALES = {
     "paper": {},
-    "cpu": {"batch_size": 16, "depth": 12, "height": 16, "width": 16},
+    "cpu": {"batch_size": 8, "depth": 8, "height": 16, "width": 16},
     "tiny": {"batch_size": 4, "depth": 6, "height": 8, "width": 8},
 }
 

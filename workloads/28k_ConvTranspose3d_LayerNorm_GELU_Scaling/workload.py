@@ -30,7 +30,7 @@ CONFIG = {
 
 SCALES = {
     "paper": {},
-    "cpu": {"batch_size": 1, "in_channels": 16, "depth": 4, "height": 8, "width": 32},
+    "cpu": {"batch_size": 1, "in_channels": 16, "depth": 2, "height": 4, "width": 32},
     "tiny": {"batch_size": 1, "in_channels": 4, "out_channels": 16, "depth": 2, "height": 4, "width": 8},
 }
 

@@ -21,7 +21,7 @@ CONFIG = {
 # Channel counts are kept: the output is one value per channel.
 SCALES = {
     "paper": {},
-    "cpu": {"batch_size": 8, "height": 64, "width": 64},
+    "cpu": {"batch_size": 4, "height": 64, "width": 64},
     "tiny": {"batch_size": 2, "height": 12, "width": 12},
 }
 

@@ -24,7 +24,7 @@ CONFIG = {
 # Channels and groups are kept (the logsumexp runs over the 64 channels).
 SCALES = {
     "paper": {},
-    "cpu": {"batch_size": 8, "height": 64, "width": 64},
+    "cpu": {"batch_size": 4, "height": 64, "width": 64},
     "tiny": {"batch_size": 2, "height": 12, "width": 12},
 }
 

@@ -34,9 +34,10 @@ META = {
 
 # K, V ~ N(0, 0.02) and a N(0, 0.01) bias give scores of std ~0.02: the softmax is nearly uniform
 # and the output is ~0.02/sqrt(#visible keys) (~4e-4 at S=4096), far below the default atol 1e-2
-# (an all-zero output would pass almost everywhere). atol 1e-4 (~1/4 of the paper-scale output
-# std) is still ~2x the error of a kernel that rounds the probabilities to bf16; rtol 1e-2 covers
-# bf16 rounding of the output.
+# (an all-zero output would pass almost everywhere). Rounding the probabilities to bf16 (as
+# flash/splash kernels do) moves early-row outputs by up to ~2.5e-4 (5e-4 under the 2x "large"
+# input distribution), measured against a float32 computation: atol 5e-4 (2.5% of V's std);
+# rtol 1e-2 covers bf16 rounding of the output.
 TOLERANCE = {"atol": 5e-4, "rtol": 1e-2}
 
 MASK_VALUE = -1e30

@@ -42,9 +42,9 @@ META = {
 
 # K, V ~ N(0, 0.02) and Q ~ N(0, 1) give scores of std ~0.02: the softmax is nearly uniform and
 # each output is ~0.02/sqrt(kv_len) (~3e-4 at kv_len 4096), far below the default atol 1e-2 (an
-# all-zero output would pass everywhere). atol 1e-4 (~1/3 of the paper-scale output std) is still
-# far above the error of a kernel that rounds the probabilities to bf16; rtol 1e-2 covers bf16
-# rounding of the output.
+# all-zero output would pass everywhere). With every kv_len >= 128 the probabilities are small, so
+# rounding them to bf16 moves outputs by < 1e-4 (measured <= 6e-5 at tiny scale, 2x "large"
+# inputs): atol 1e-4 (~1/3 of the paper-scale output std); rtol 1e-2 covers bf16 output rounding.
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-2}
 
 MASK_VALUE = -1e30

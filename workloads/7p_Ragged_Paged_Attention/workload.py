@@ -48,12 +48,12 @@ ACTIVE_KV_LENS = tuple(257 + ((i * 73) % 240) * 16 for i in range(48)) + (
 SCALES = {
     "paper": {},
     "cpu": {
-        "max_num_batched_tokens": 256,
+        "max_num_batched_tokens": 200,
         "max_num_seqs": 18,
         "num_q_heads": 16,
         "num_kv_heads": 2,
         "pages_per_seq": 64,
-        "active_q_lens": (1,) * 12 + (64,) * 3 + (52,),
+        "active_q_lens": (1,) * 12 + (48,) * 3 + (44,),
         "active_kv_lens": tuple(65 + ((i * 73) % 60) * 16 for i in range(12)) + (383, 639, 895, 1023),
     },
     "tiny": {

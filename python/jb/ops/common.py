@@ -16,8 +16,20 @@ from jb import interpret as interp
 from jb.impl import Impl, error_tail, resolve
 from jb.workload import Workload, load_workload
 
+from jax._src import array as _jax_array
+
 _perf_counter = time.perf_counter
-_block_until_ready = jax.block_until_ready
+_tree_leaves = jax.tree_util.tree_leaves
+_ArrayImpl = _jax_array.ArrayImpl
+_array_block = _jax_array.ArrayImpl.block_until_ready  # captured before any candidate is imported
+
+
+def block(tree):
+    """Wait for every array leaf of ``tree`` (with the harness's own, captured, methods)."""
+    for leaf in _tree_leaves(tree):
+        if isinstance(leaf, _ArrayImpl):
+            _array_block(leaf)
+    return tree
 
 PALLAS_PRIMITIVES = ("pallas_call", "core_map")
 HOST_CALLBACKS = ("pure_callback", "io_callback")
@@ -33,8 +45,11 @@ class CandidateFailure(Exception):
         self.message = message
         self.stage = stage
 
+    def fields(self) -> dict:
+        return {"error_class": self.error_class, "error": self.message}
+
     def as_result(self) -> dict:
-        return {"status": self.status, "error_class": self.error_class, "error": self.message}
+        return {"status": self.status, **self.fields()}
 
 
 def default_backend() -> str:
@@ -202,7 +217,7 @@ def build(fn: Callable, wl: Workload, inputs, req: Request) -> Built:
 def run(built: Built, inputs):
     """Run and wait for the whole output pytree; runtime failures become CandidateFailure."""
     try:
-        return _block_until_ready(built(*inputs))
+        return block(built(*inputs))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001
@@ -369,17 +384,24 @@ def input_leaf_sizes(inputs) -> list[int]:
     return [int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(inputs) if hasattr(leaf, "shape") and leaf.shape]
 
 
-def constant_reasons(report: dict, inputs, min_size: int = 4096) -> tuple[list[str], list[str]]:
-    """(notes, rejections): constants >= ``min_size`` elements are noted; one as big as an input rejects."""
-    sizes = input_leaf_sizes(inputs)
-    smallest = min(sizes) if sizes else None
+def constant_reasons(report: dict, inputs, outputs=(), min_size: int = 4096) -> tuple[list[str], list[str]]:
+    """(notes, rejections) for closed-over constants of at least ``min_size`` elements.
+
+    A constant as big as an input or an output (of at least ``min_size`` elements) rejects: it can
+    only be baked-in data (an expected output, a copy of a weight); smaller ones are noted.
+    """
+    sized = [(f"input {i}", s) for i, s in enumerate(input_leaf_sizes(inputs)) if s >= min_size]
+    sized += [(f"output {i}", int(np.prod(getattr(o, "shape", ()) or (1,)))) for i, o in enumerate(outputs)]
+    sized = [(name, s) for name, s in sized if s >= min_size]
     notes, rejects = [], []
     for c in report["constants"]:
         if c["size"] < min_size:
             continue
         text = f"closed-over constant {c['dtype']}{tuple(c['shape'])} ({c['bytes']} bytes) folded into the program"
-        if smallest is not None and c["size"] >= smallest:
-            rejects.append(text + f": as big as an input ({smallest} elements)")
+        match = [(name, s) for name, s in sized if c["size"] >= s]
+        if match:
+            name, size = min(match, key=lambda m: m[1])
+            rejects.append(text + f": as big as {name} ({size} elements)")
         else:
             notes.append(text)
     return notes, rejects

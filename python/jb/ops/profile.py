@@ -32,7 +32,6 @@ from jb.inputs import resample
 from jb.ops import common
 
 _perf_counter = time.perf_counter
-_block_until_ready = jax.block_until_ready
 _profiler_trace = jax.profiler.trace
 
 
@@ -102,6 +101,7 @@ def run(args: dict) -> dict:
     def finish(status: str, **extra) -> dict:
         rejects = guard.check(snapshot)
         if rejects:
+            guard.restore(snapshot)
             status = "rejected"
             result["reasons"] = rejects + result["reasons"]
             result["tainted"] = True
@@ -114,7 +114,7 @@ def run(args: dict) -> dict:
     try:
         built = common.build(impl.fn, wl, sets[0], req)
     except common.CandidateFailure as failure:
-        return finish(failure.status, **failure.as_result())
+        return finish(failure.status, **failure.fields())
     report = common.jaxpr_report(built.jaxpr)
     result["has_pallas_call"] = report["has_pallas_call"]
     result["interpret"] = bool(req.interpret and report["has_pallas_call"])
@@ -138,15 +138,15 @@ def run(args: dict) -> dict:
                     inputs = sets[i % n_sets]
                     t0 = _perf_counter()
                     out = built(*inputs)
-                    _block_until_ready(out)
+                    common.block(out)
                     wall.append((_perf_counter() - t0) * 1e3)
                     del out
         except common.CandidateFailure as failure:
-            return finish(failure.status, **failure.as_result())
+            return finish(failure.status, **failure.fields())
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - an exception inside the timed loop is the impl's
-            return finish("runtime_error", **common.classify(exc, "run").as_result())
+            return finish("runtime_error", **common.classify(exc, "run").fields())
 
         t0 = _perf_counter()
         try:

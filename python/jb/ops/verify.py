@@ -116,6 +116,7 @@ def run(args: dict) -> dict:
         if rejects:
             status = "rejected"
             result["tainted"] = True
+            guard.restore(snapshot)
         result.update(extra)
         result["status"] = status
         result["reasons"] = rejects + [r for r in result["reasons"] if r not in rejects]
@@ -131,7 +132,7 @@ def run(args: dict) -> dict:
     try:
         built = common.build(impl.fn, wl, resample(base, trials[0]["seed"], trials[0]["dist"]), req)
     except common.CandidateFailure as failure:
-        return finish(failure.status, **failure.as_result())
+        return finish(failure.status, **failure.fields())
     rejects.extend(r for r in guard.tampering(snapshot) if r not in rejects)
 
     report = common.jaxpr_report(built.jaxpr)
@@ -147,7 +148,7 @@ def run(args: dict) -> dict:
         share = report["matmul_flops"]["share_outside"]
         if report["has_pallas_call"] and share is not None and share > 0.5:
             result["notes"].append(f"{share:.0%} of the matmul FLOPs are outside pallas_call")
-    notes, const_rejects = common.constant_reasons(report, base)
+    notes, const_rejects = common.constant_reasons(report, base, built.jaxpr.out_avals)
     result["notes"].extend(notes)
     rejects.extend(const_rejects)
 

@@ -1,0 +1,34 @@
+//! Naming workloads on the command line: a folder name (`12p_RMSNorm`) or its id (`12p`).
+
+use crate::error::{JbError, Result};
+use crate::pipeline::paths::match_pattern;
+use crate::project::Project;
+
+pub fn workload(project: &Project, name: &str) -> Result<String> {
+    let all: Vec<String> = match_pattern(&project.root, "workloads/{workload}/workload.py")
+        .into_iter()
+        .map(|(_, v)| v["workload"].clone())
+        .collect();
+    if let Some(w) = all
+        .iter()
+        .find(|w| *w == name || w.split('_').next() == Some(name))
+    {
+        return Ok(w.clone());
+    }
+    let close: Vec<&String> = all
+        .iter()
+        .filter(|w| w.to_lowercase().contains(&name.to_lowercase()))
+        .collect();
+    Err(JbError::Usage(if close.is_empty() {
+        format!("unknown workload `{name}`; see `jb list workloads` (e.g. `12p` or `12p_RMSNorm`)")
+    } else {
+        format!(
+            "unknown workload `{name}`; did you mean {}?",
+            close
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }))
+}

@@ -1,0 +1,89 @@
+//! `jb tune`: the grid search of the hand-tuned baselines (pipelines/tune.yaml).
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::error::{exit, JbError};
+
+use super::build::{self, BuildArgs};
+use super::session::{Python, Session};
+use super::{resolve, GlobalOpts};
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Workloads to tune (default: every one with a hand-tuned baseline).
+    pub workloads: Vec<String>,
+    /// List the expanded configurations; run nothing.
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
+    #[arg(long, short = 'j', default_value_t = 2)]
+    pub jobs: usize,
+    #[arg(long, short = 'k', default_value_t = true)]
+    pub keep_going: bool,
+    #[arg(long)]
+    pub remeasure: bool,
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+}
+
+pub fn run(global: &GlobalOpts, args: TuneArgs) -> anyhow::Result<i32> {
+    let project = super::session::project(global)?;
+    let mut workloads = Vec::new();
+    for w in &args.workloads {
+        workloads.push(resolve::workload(&project, w)?);
+    }
+    if args.dry_run {
+        // Planning needs no Python: the spaces are data.
+        let session = Session::open(global, Python::Never)?;
+        let rows: Vec<Value> = session
+            .set
+            .steps
+            .iter()
+            .filter(|s| s.pipeline == "tune" && s.name == "profile")
+            .filter(|s| workloads.is_empty() || s.workload().is_some_and(|w| workloads.iter().any(|x| x == w)))
+            .map(|s| json!({"workload": s.workload(), "config": s.vars.get("config_params"), "name": s.vars.get("config"), "scale": session.scale}))
+            .collect();
+        if rows.is_empty() {
+            return Err(JbError::Usage("no configurations: is there a tokamax_baselines/<workload>/space.yaml for these workloads?".into()).into());
+        }
+        if global.json {
+            println!("{}", serde_json::to_string_pretty(&rows)?);
+        } else {
+            let mut per: std::collections::BTreeMap<String, usize> = Default::default();
+            for r in &rows {
+                *per.entry(r["workload"].as_str().unwrap_or("").to_string())
+                    .or_default() += 1;
+                println!(
+                    "{:32} {}",
+                    r["workload"].as_str().unwrap_or(""),
+                    r["name"].as_str().unwrap_or("")
+                );
+            }
+            for (w, n) in per {
+                println!("{w}: {n} configurations");
+            }
+            println!("{} configurations at scale {}", rows.len(), session.scale);
+        }
+        return Ok(exit::OK);
+    }
+    let targets = if workloads.is_empty() {
+        vec!["tune".to_string()]
+    } else {
+        workloads
+            .iter()
+            .map(|w| format!("tune/best[workload={w}]"))
+            .collect()
+    };
+    build::run(
+        global,
+        BuildArgs {
+            targets,
+            pipeline: None,
+            jobs: args.jobs,
+            keep_going: args.keep_going,
+            dry_run: false,
+            remeasure: args.remeasure,
+            timeout: args.timeout,
+        },
+    )
+}
