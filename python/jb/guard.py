@@ -14,6 +14,11 @@ candidate ran. It reports, as human-readable reasons:
   ``jax_enable_x64``, ...);
 * Python threads started and still running, child processes still alive.
 
+The reference state is a process-wide *baseline* (``baseline()``), captured once when the worker
+is ready (``rebaseline()``), before any implementation is imported. Every op compares against it,
+so a candidate that patched something while a previous op of the same worker imported it (compile,
+then verify, then profile) is still caught.
+
 ``checksum(inputs)`` fingerprints input leaves so that mutation (or donation, which deletes the
 buffer) by a candidate is detected.
 """
@@ -180,6 +185,24 @@ def capture() -> Snapshot:
         signals={s: signal.getsignal(s) for s in _SIGNALS},
         config=_config_values(),
     )
+
+
+_baseline: Snapshot | None = None
+
+
+def baseline() -> Snapshot:
+    """The process-wide reference snapshot (captured on first use)."""
+    global _baseline
+    if _baseline is None:
+        _baseline = capture()
+    return _baseline
+
+
+def rebaseline() -> Snapshot:
+    """Capture the reference snapshot now (the worker calls it before answering any request)."""
+    global _baseline
+    _baseline = capture()
+    return _baseline
 
 
 def tampering(snapshot: Snapshot) -> list[str]:

@@ -7,6 +7,11 @@ floating-point input leaf is redrawn from a distribution at the leaf's own scale
 (masks of ones, zero biases, BatchNorm running variances) and all integer leaves (labels, page
 tables, lengths, group sizes) keep their values, so they keep their meaning. Python scalars (static
 arguments) are passed through.
+
+The magnitude distributions (``small``, ``large``) rescale only the first floating-point input
+(the activations); weights keep their scale. Rescaling every input compounds in multi-input
+workloads (MLA scores would move by 4^3), turning attention into argmax and making a correct bf16
+kernel fail, or shrinking outputs until a kernel returning zeros passes.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ def _standard_sample(rng: np.random.Generator, dist: str, shape) -> np.ndarray:
         return rng.standard_normal(shape, dtype=np.float32) * np.float32(0.25)
     if dist == "large":
         return rng.standard_normal(shape, dtype=np.float32) * np.float32(2.0)
+    if dist == "normal_unit":  # internal: the shape of small/large without their magnitude
+        return rng.standard_normal(shape, dtype=np.float32)
     if dist == "sparse":
         z = rng.standard_normal(shape, dtype=np.float32) * np.float32(2.0)
         return np.where(rng.random(shape) < 0.75, np.float32(0.0), z)
@@ -41,6 +48,7 @@ def resample(inputs, seed: int, dist: str = "normal"):
     import jax.numpy as jnp
 
     rng = np.random.default_rng(seed)
+    first_float = [True]
 
     def redraw(leaf):
         if not isinstance(leaf, (jax.Array, np.ndarray)):
@@ -53,7 +61,11 @@ def resample(inputs, seed: int, dist: str = "normal"):
         mean, std = float(host.mean()), float(host.std())
         if std == 0.0 or not np.isfinite(std):
             return leaf
-        z = _standard_sample(rng, dist, host.shape)
+        leaf_dist = dist
+        if dist in ("small", "large") and not first_float[0]:
+            leaf_dist = "normal_unit"
+        first_float[0] = False
+        z = _standard_sample(rng, leaf_dist, host.shape)
         if dist == "sparse":
             new = z * std + np.where(z == 0, 0.0, mean)
         else:

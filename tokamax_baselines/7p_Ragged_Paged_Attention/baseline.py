@@ -40,10 +40,10 @@ def invalid(config: dict, workload_config: dict) -> str | None:
     pages_per_seq, tokens = int(c["pages_per_seq"]), int(c["max_num_batched_tokens"])
     if not 0 < nkv <= pages_per_seq:
         return f"num_kv_pages_per_block={nkv} must be in (0, pages_per_seq={pages_per_seq}]"
+    # The kernel takes cdiv blocks of queries and of KV pages (a ragged last block is fine), so
+    # neither block has to divide its dimension; a block larger than the dimension is rejected.
     if not 0 < nq <= tokens:
         return f"num_queries_per_block={nq} must be in (0, max_num_batched_tokens={tokens}]"
-    if tokens % nq:
-        return f"num_queries_per_block={nq} does not divide max_num_batched_tokens={tokens}"
     if vmem <= 0:
         return f"vmem_limit_bytes={vmem} must be positive"
     if c["num_q_heads"] % c["num_kv_heads"]:

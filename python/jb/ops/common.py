@@ -11,12 +11,11 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+from jax._src import array as _jax_array
 
 from jb import interpret as interp
 from jb.impl import Impl, error_tail, resolve
 from jb.workload import Workload, load_workload
-
-from jax._src import array as _jax_array
 
 _perf_counter = time.perf_counter
 _tree_leaves = jax.tree_util.tree_leaves
@@ -30,6 +29,7 @@ def block(tree):
         if isinstance(leaf, _ArrayImpl):
             _array_block(leaf)
     return tree
+
 
 PALLAS_PRIMITIVES = ("pallas_call", "core_map")
 HOST_CALLBACKS = ("pure_callback", "io_callback")
@@ -214,6 +214,24 @@ def build(fn: Callable, wl: Workload, inputs, req: Request) -> Built:
         raise
 
 
+class WorkloadError(RuntimeError):
+    """The workload's own function failed: a workload or harness bug (ok:false), never a result."""
+
+
+def build_reference(wl: Workload, inputs, req: Request) -> Built:
+    try:
+        return _build_once(wl.fn, inputs, wl.static_argnums, None)
+    except CandidateFailure as failure:
+        raise WorkloadError(f"the reference {wl.name}:workload failed ({failure.error_class}): {failure.message}") from failure
+
+
+def run_reference(built: Built, inputs):
+    try:
+        return run(built, inputs)
+    except CandidateFailure as failure:
+        raise WorkloadError(f"the reference failed at run time: {failure.message}") from failure
+
+
 def run(built: Built, inputs):
     """Run and wait for the whole output pytree; runtime failures become CandidateFailure."""
     try:
@@ -311,6 +329,7 @@ def jaxpr_report(closed) -> dict:
     return {
         "has_pallas_call": any(p in prims for p in PALLAS_PRIMITIVES),
         "host_callbacks": sorted(p for p in prims if p in HOST_CALLBACKS),
+        "debug_callbacks": "debug_callback" in prims,
         "primitives": sorted(prims),
         "constants": sorted(consts, key=lambda c: -c["size"]),
         "matmul_flops": {

@@ -1,6 +1,7 @@
 """``compile``: import an implementation and jit-compile it for the workload's inputs at the scale.
 
-Result: status (ok | compile_error | runtime_error | unsupported | invalid), compile_ms (trace +
+Result: status (ok | compile_error | runtime_error | unsupported | invalid | rejected: the
+implementation tampered with the harness, see jb.guard; ``reasons`` and ``tainted`` then say so), compile_ms (trace +
 lower + compile), trace_ms, cost {flops, bytes_accessed, transcendentals} of the compiled program,
 cost_lowered (the pre-optimisation figure), memory {argument/output/temp/alias/peak bytes},
 has_pallas_call, interpret, interpret_mode, error_class, error, plus: host_callbacks, constants
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from jb import guard
 from jb.ops import common
 
 _perf_counter = time.perf_counter
@@ -32,8 +34,19 @@ def run(args: dict) -> dict:
     req = common.Request.from_args(args)
     wl = req.workload()
     inputs = wl.create_inputs()
+    snapshot = guard.baseline()
     impl = req.impl(wl)
     result = _base(req, impl)
+    try:
+        return _compile(args, req, wl, inputs, impl, result)
+    finally:
+        reasons = guard.check(snapshot)
+        if reasons:
+            guard.restore(snapshot)
+            result.update(status="rejected", reasons=reasons, tainted=True)
+
+
+def _compile(args, req, wl, inputs, impl, result) -> dict:
     if not impl.ok:
         result.update(status=impl.status, error_class=impl.error_class, error=impl.error)
         return result

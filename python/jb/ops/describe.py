@@ -21,8 +21,8 @@ def run(args: dict) -> dict:
     out = jax.eval_shape(call, *dyn)
     flops, source = wl.flops(), "get_flops"
     if flops is None:
-        cost = common.safe_cost(jax.jit(wl.fn, static_argnums=statics).trace(*inputs).lower())
-        flops, source = cost["flops"], ("xla_cost_analysis_lowered" if cost["flops"] is not None else None)
+        cost = common.safe_cost(jax.jit(wl.fn, static_argnums=statics).trace(*inputs).lower().compile())
+        flops, source = cost["flops"], ("xla_cost_analysis" if cost["flops"] is not None else None)
     scales = getattr(wl.module, "SCALES", None) or {}
     return {
         "name": wl.name,

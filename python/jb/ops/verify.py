@@ -16,6 +16,11 @@ runs it on fresh copies of the same trial inputs:
   candidate), no host callbacks (pure_callback/io_callback), no closed-over constant as big as an
   input (smaller large constants are recorded in ``notes``).
 
+Held-out shapes: ``args.variants`` (a list of CONFIG overrides, e.g. ``[{"seq_len": 48}]``) adds one
+trial per variant (the first trial's seed and distribution) on a workload re-loaded with that
+override, so a kernel that hard-codes the scale's shapes fails; its reference is also computed
+before the implementation is imported. Variant trials carry a ``variant`` field.
+
 Status precedence: rejected > compile_error > runtime_error > incorrect > correct
 (unsupported/invalid for baselines that cannot run).
 """
@@ -29,6 +34,7 @@ from jb import guard
 from jb.compare import compare, to_host_leaves
 from jb.inputs import DISTRIBUTIONS, resample
 from jb.ops import common
+from jb.workload import load_workload
 
 DEFAULT_TRIALS = (
     {"seed": 1, "dist": "normal"},
@@ -98,15 +104,31 @@ def run(args: dict) -> dict:
     }
 
     # 1. The reference, first, each trial on its own copy; host copies kept.
-    ref_built = common.build(wl.fn, wl, base, req)  # a failing reference is a harness/workload bug: raises
+    ref_built = common.build_reference(wl, base, req)  # a failing reference is a workload bug: ok:false
     references = []
     for t in trials:
         ref_inputs = resample(base, t["seed"], t["dist"])
-        references.append(jax.device_get(common.run(ref_built, ref_inputs)))
+        references.append(jax.device_get(common.run_reference(ref_built, ref_inputs)))
         del ref_inputs
 
+    variants = []
+    for override in args.get("variants") or []:
+        if not isinstance(override, dict) or not override:
+            raise ValueError(f"a variant must be a non-empty object of CONFIG overrides, got {override!r}")
+        vwl = load_workload(req.args["workload"], req.scale)
+        unknown = set(override) - set(vwl.config)
+        if unknown:
+            raise ValueError(f"variant {override!r}: unknown CONFIG keys {sorted(unknown)}")
+        vwl.module.CONFIG.update(override)
+        vbase = vwl.create_inputs()
+        t = trials[0]
+        vref_built = common.build_reference(vwl, vbase, req)
+        vref = jax.device_get(common.run_reference(vref_built, resample(vbase, t["seed"], t["dist"])))
+        variants.append({"override": override, "wl": vwl, "base": vbase, "trial": t, "ref": vref})
+        del vref_built
+
     # 2. Snapshot the harness, then import the implementation.
-    snapshot = guard.capture()
+    snapshot = guard.baseline()
     impl = req.impl(wl)
     result["impl"] = {"kind": impl.kind, "name": impl.name, "config": impl.config}
     rejects: list[str] = list(guard.tampering(snapshot))
@@ -145,6 +167,8 @@ def run(args: dict) -> dict:
             rejects.append("no pallas_call in the traced program (pure JAX/XLA fallback)")
         if report["host_callbacks"]:
             rejects.append(f"host callbacks in the traced program: {', '.join(report['host_callbacks'])}")
+        if report["debug_callbacks"]:
+            result["notes"].append("jax.debug callbacks (print/callback) in the traced program")
         share = report["matmul_flops"]["share_outside"]
         if report["has_pallas_call"] and share is not None and share > 0.5:
             result["notes"].append(f"{share:.0%} of the matmul FLOPs are outside pallas_call")
@@ -191,10 +215,32 @@ def run(args: dict) -> dict:
             record["reason"] = msg if record["reason"] is None else record["reason"] + "; " + msg
         del out, again, inputs
 
+    if failure is None and not any(r for r in rejects if "mutated" in r or "deleted" in r):
+        for v in variants:
+            t = v["trial"]
+            record = {"seed": t["seed"], "dist": t["dist"], "variant": v["override"], "ok": False,
+                      "max_abs_err": None, "max_rel_err": None, "reason": None}
+            result["trials"].append(record)
+            try:
+                vbuilt = common.build(impl.fn, v["wl"], v["base"], req)
+            except common.CandidateFailure as exc:
+                record["reason"] = f"variant does not compile ({exc.error_class}): {exc.message}"
+                continue
+            try:
+                out = common.run(vbuilt, resample(v["base"], t["seed"], t["dist"]))
+            except common.CandidateFailure as exc:
+                record["reason"] = f"variant fails at run time: {exc.message}"
+                continue
+            cmp = compare(v["ref"], out, **tol)
+            record.update(ok=cmp.ok, reason=cmp.reason,
+                          max_abs_err=cmp.max_abs_err if np.isfinite(cmp.max_abs_err) else None,
+                          max_rel_err=cmp.max_rel_err if np.isfinite(cmp.max_rel_err) else None)
+
     if failure is not None:
         return finish(failure.status, error_class=failure.error_class, error=failure.message)
     failed = [t for t in result["trials"] if not t["ok"]]
     for t in failed:
         if t["reason"]:
-            result["reasons"].append(f"trial seed={t['seed']} dist={t['dist']}: {t['reason']}")
+            where = f" variant={t['variant']}" if "variant" in t else ""
+            result["reasons"].append(f"trial seed={t['seed']} dist={t['dist']}{where}: {t['reason']}")
     return finish("incorrect" if failed else "correct")
