@@ -315,3 +315,40 @@ fn list_and_graph() {
     assert!(r.stdout.starts_with("flowchart LR"));
     assert!(r.stdout.contains("-->"));
 }
+
+#[test]
+fn ctrl_c_stops_cleanly_and_keeps_finished_results() {
+    let p = chains(6, "sleep 0.3; ");
+    let child = p
+        .command(&["build", "-j", "2", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline && !p.path().join("out/a1.txt").exists() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let r: common::Run = child.wait_with_output().unwrap().into();
+    assert_eq!(r.code, 3, "interrupted build exits 3: {}", r.stderr);
+    assert!(r.stderr.contains("interrupted"), "{}", r.stderr);
+    let v = r.json();
+    assert_eq!(v["interrupted"], true);
+    let finished = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "ok")
+        .count();
+    assert!(finished >= 1);
+    let r = p.jb(&["build", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.json()["cached"].as_u64().unwrap() >= finished as u64,
+        "finished results were kept"
+    );
+}

@@ -227,3 +227,49 @@ fn eval_usage_errors() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no such file"), "{}", r.stderr);
 }
+
+#[test]
+fn list_workloads_shows_shapes_and_flops() {
+    ensure_pyenv();
+    let r = Repo::new().jb(&["--scale", "tiny", "--json", "list", "workloads"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 50);
+    let rms = rows
+        .iter()
+        .find(|r| r["workload"] == "12p_RMSNorm")
+        .unwrap();
+    assert!(rms["inputs"].as_array().unwrap().len() >= 2, "{rms:#}");
+    assert!(rms["flops"].as_f64().unwrap() > 0.0, "{rms:#}");
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["meta"]["handtuned"] == true)
+            .count(),
+        8
+    );
+    assert_eq!(
+        rows.iter()
+            .filter(|r| r["meta"]["category"] == "kernelbench")
+            .count(),
+        33
+    );
+}
+
+#[test]
+fn doctor_prints_fingerprint_and_peaks() {
+    ensure_pyenv();
+    let r = Repo::new().jb(&["--json", "doctor"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    assert_eq!(v["fingerprint"]["jax"], "0.10.2");
+    assert_eq!(v["fingerprint"]["backend"], "cpu");
+    let peak = &v["peak"];
+    assert!(
+        peak.as_object()
+            .unwrap()
+            .values()
+            .any(|x| x.as_f64().is_some_and(|f| f > 1e9)),
+        "{peak:#}"
+    );
+}

@@ -83,7 +83,8 @@ def _copy_trace(src_root: pathlib.Path, out_dir: pathlib.Path | None) -> tuple[s
 def run(args: dict) -> dict:
     req = common.Request.from_args(args)
     wl = req.workload()
-    warmup = int(args.get("warmup", 5))
+    # The paper's 5 warmups; the CPU needs more to settle (caches, page faults, thread pools).
+    warmup = int(args.get("warmup", 10 if req.backend == "cpu" else 5))
     iters = int(args.get("iters", 50))
     n_sets = max(1, int(args.get("input_sets", 3)))
     if iters < 1 or warmup < 0:
