@@ -318,11 +318,24 @@ fn count(out: &Value, outcome: &str) -> u64 {
 }
 
 fn print_summary(label: &str, out: &Value) {
+    let best: Vec<String> = out["benchmarks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|b| {
+            format!(
+                "{} {}",
+                b["workload"].as_str().unwrap_or("?"),
+                b["best_speedup"]
+            )
+        })
+        .collect();
     println!(
-        "{label}: requests {} cached {} outcomes {} geomean {} mean {} correct {}/{} fast1 {}",
+        "{label}: requests {} cached {} outcomes {} best [{}] geomean {} mean {} correct {}/{} fast1 {}",
         out["requests"],
         out["cached_responses"],
         outcomes(out),
+        best.join(", "),
         out["summary"]["geomean_speedup"],
         out["summary"]["mean_speedup"],
         out["summary"]["correct"],
@@ -494,6 +507,24 @@ fn every_method_end_to_end_then_a_rerun_sends_nothing() {
             out["summary"]["outcomes"],
             results.iter().find(|x| x["method"] == *name).unwrap()["summary"]["outcomes"]
         );
+        // The same rerun as a table.
+        let args = agent_args(&server, &model, &m);
+        let r = jb(cache.path(), &args[1..]);
+        assert_eq!(r.code, 0, "{name} table: {}", r.stderr);
+        println!("{}", r.stdout);
+        assert!(
+            r.stdout.contains("geomean speedup (floor 1x)"),
+            "{}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains(&format!(
+                "requests sent 0, answers from the cache {}",
+                budget * 2
+            )),
+            "{}",
+            r.stdout
+        );
     }
     assert_eq!(server.requests(), before, "a rerun sends no request");
 
@@ -506,11 +537,15 @@ fn every_method_end_to_end_then_a_rerun_sends_nothing() {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(runs_ok, 8);
+    assert_eq!(runs_ok, 12);
     let samples: i64 = db
         .query_row("SELECT COUNT(*) FROM agent_samples", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(samples, 2 * 2 * (3 + 4 + 4 + 4));
+    assert_eq!(
+        samples,
+        3 * 2 * (3 + 4 + 4 + 4),
+        "first runs and two reruns"
+    );
 }
 
 #[test]

@@ -386,6 +386,7 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     };
     let params = json!({
         "method": method_params(&method),
+        "budget": method.budget(),
         "sampling": sampling.to_json(),
         "target": device.id,
         "scale": session.scale,
