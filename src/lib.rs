@@ -3,6 +3,7 @@
 //! Pipelines (YAML) expand into a DAG of steps; each step's key hashes everything its result
 //! depends on; results live in a SQLite run database and a content-addressed blob store.
 
+pub mod agent;
 pub mod cache;
 pub mod cli;
 pub mod engine;

@@ -1,7 +1,8 @@
 //! `jb eval`: compile, verify and profile one candidate kernel beside the XLA baseline and the
-//! hand-tuned baseline, as one incremental build.
+//! hand-tuned baseline, as one incremental build. [`evaluate`] (one file) and
+//! [`evaluate_batch`] (several, in one build) are also what `jb agent` evaluates samples with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -38,6 +39,29 @@ pub struct EvalArgs {
 
 const EVAL: &str = "jb-eval";
 
+/// How candidates are evaluated.
+#[derive(Debug, Clone)]
+pub struct EvalSettings {
+    /// Per-step wall-clock limit, seconds.
+    pub timeout: f64,
+    pub memory_mb: u64,
+    pub allow_pure_jax: bool,
+    pub remeasure: bool,
+    /// Also compile, verify and profile the hand-tuned baseline (where the workload has one).
+    pub handtuned: bool,
+    pub jobs: usize,
+    pub progress: progress::Mode,
+}
+
+/// One candidate of a batch: its generated pipeline's name (unique in the batch), the
+/// workload (folder name) and the kernel file.
+#[derive(Debug, Clone)]
+pub struct CandidateRef {
+    pub pipeline: String,
+    pub workload: String,
+    pub kernel: PathBuf,
+}
+
 /// The hand-tuned configuration: the tuned one if `jb tune` found one, else the defaults.
 fn handtuned_config(
     project: &Project,
@@ -63,7 +87,13 @@ fn handtuned_config(
     Some((Value::Object(defaults), "default"))
 }
 
-fn generated(workload: &str, kernel: &str, args: &EvalArgs, handtuned: Option<&Value>) -> Value {
+fn generated(
+    name: &str,
+    workload: &str,
+    kernel: &str,
+    s: &EvalSettings,
+    handtuned: Option<&Value>,
+) -> Value {
     let cand = json!({"kind": "candidate", "path": kernel});
     let wl = format!("workloads/{workload}");
     let mut steps = serde_json::Map::new();
@@ -72,7 +102,7 @@ fn generated(workload: &str, kernel: &str, args: &EvalArgs, handtuned: Option<&V
         if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
             p.extend(e);
         }
-        json!({"kind": kind, "foreach": [{"values": {"workload": [workload]}}], "needs": needs, "params": params, "timeout": args.timeout, "memory_mb": args.memory_mb})
+        json!({"kind": kind, "foreach": [{"values": {"workload": [workload]}}], "needs": needs, "params": params, "timeout": s.timeout, "memory_mb": s.memory_mb})
     };
     steps.insert("compile".into(), common("compile", vec![], json!({})));
     steps.insert(
@@ -80,7 +110,7 @@ fn generated(workload: &str, kernel: &str, args: &EvalArgs, handtuned: Option<&V
         common(
             "verify",
             vec!["compile"],
-            json!({"allow_pure_jax": args.allow_pure_jax}),
+            json!({"allow_pure_jax": s.allow_pure_jax}),
         ),
     );
     steps.insert(
@@ -96,7 +126,7 @@ fn generated(workload: &str, kernel: &str, args: &EvalArgs, handtuned: Option<&V
             json!({"kind": "profile", "foreach": [{"values": {"workload": [workload]}}], "needs": ["handtuned_verify", "baseline/compile"], "params": {"workload": wl, "impl": imp}, "timeout": 1800}),
         );
     }
-    json!({"name": EVAL, "default": false, "steps": steps})
+    json!({"name": name, "default": false, "steps": steps})
 }
 
 fn find<'a>(steps: &'a [StepReport], id: &str) -> Option<&'a StepReport> {
@@ -123,55 +153,32 @@ fn median(v: &Value) -> Option<f64> {
     v.get("median_ms").and_then(Value::as_f64)
 }
 
-pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
-    let kernel = absolute(&args.kernel);
-    if !kernel.is_file() {
-        return Err(
-            JbError::Usage(format!("--kernel {}: no such file", args.kernel.display())).into(),
-        );
+/// The fields of a compile or verify step that explain a failure.
+fn detail(r: Option<&StepReport>, fields: &[&str]) -> Value {
+    let Some(r) = r else { return Value::Null };
+    let mut m = serde_json::Map::new();
+    m.insert("status".into(), json!(r.status));
+    m.insert("cached".into(), json!(r.cached));
+    for f in fields {
+        if let Some(v) = r.result.get(*f).filter(|v| !v.is_null()) {
+            m.insert((*f).to_string(), v.clone());
+        }
     }
-    let mut wl_name = String::new();
-    let mut handtuned_kind = None;
-    let session = Session::open_with(global, Python::IfNeeded, |project| {
-        wl_name = resolve::workload(project, &args.workload)?;
-        let cache = crate::cache::Cache::open(&project.cache_dir)?;
-        let ht = handtuned_config(project, &cache, &wl_name);
-        handtuned_kind = ht.as_ref().map(|(_, k)| *k);
-        let spec = generated(
-            &wl_name,
-            &kernel.to_string_lossy(),
-            &args,
-            ht.as_ref().map(|(c, _)| c),
-        );
-        let text = serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
-        Ok(vec![parse_pipeline(
-            std::path::Path::new("<jb eval>"),
-            &text,
-        )?])
-    })?;
+    Value::Object(m)
+}
+
+/// The result JSON of one candidate (the `jb eval --json` contract) from a finished build.
+fn result_json(
+    steps: &[StepReport],
+    pipeline: &str,
+    wl_name: &str,
+    kernel: &Path,
+    handtuned_kind: Option<&str>,
+    session: &Session,
+    run_id: i64,
+) -> Value {
+    let id = |step: &str| format!("{pipeline}/{step}[workload={wl_name}]");
     let xla_profile = format!("baseline/profile[workload={wl_name}]");
-    let mut targets = vec![format!("{EVAL}/*"), xla_profile.clone()];
-    targets.retain(|t| t.contains('*') || session.set.steps.iter().any(|s| s.id == *t));
-    let selected = crate::graph::select(&session.set, &targets)?;
-    let order = closure_in_order(&session.set, &selected);
-    let engine = session.engine()?;
-    let opts = BuildOptions {
-        jobs: 2,
-        keep_going: true,
-        remeasure: args.remeasure,
-        timeout: None,
-        exclusive_measurements: session.backend == "cpu",
-        devices: 1,
-        progress: if global.json {
-            progress::Mode::Quiet
-        } else {
-            progress::Mode::Lines
-        },
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-    };
-    let summary = engine.build(&session.set, &order, &opts)?;
-    let steps = &summary.steps;
-    let id = |step: &str| format!("{EVAL}/{step}[workload={wl_name}]");
     let compile = find(steps, &id("compile"));
     let verify = find(steps, &id("verify"));
     let profile = find(steps, &id("profile"));
@@ -210,9 +217,8 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
         .and_then(|v| v.result.get("trials"))
         .and_then(Value::as_array)
         .map(Vec::len);
-    let out = json!({
+    json!({
         "workload": wl_name,
-        "kernel": kernel,
         "status": status,
         "reasons": reasons,
         "correctness": {
@@ -222,27 +228,154 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
             "per_trial": verify.and_then(|v| v.result.get("trials")),
         },
         "baseline": baseline,
-        "kernel_timing": kernel_t,
+        // `kernel` in the contract is the candidate's timing; the path is `kernel_path`.
+        "kernel": kernel_t,
         "handtuned": handtuned,
         "handtuned_config": handtuned_kind,
         "speedup_vs_xla": speedup(&baseline),
         "speedup_vs_handtuned": speedup(&handtuned),
         "has_pallas_call": compile.and_then(|c| c.result.get("has_pallas_call")),
         "interpret": compile.and_then(|c| c.result.get("interpret")),
+        "compile": detail(compile, &["compile_ms", "cost", "memory", "error_class", "error", "reasons", "stderr_tail"]),
+        "verify": detail(verify, &["error_class", "error", "reasons", "notes", "stderr_tail"]),
         "scale": session.scale,
         "backend": session.backend,
-        "run_id": summary.run_id,
-    });
-    // `kernel` in the contract is the candidate's timing; keep the path under `kernel_path`.
-    let mut out = out;
-    out["kernel_path"] = out["kernel"].take();
-    out["kernel"] = out["kernel_timing"].take();
-    out.as_object_mut().map(|m| m.remove("kernel_timing"));
+        "run_id": run_id,
+        "kernel_path": kernel,
+    })
+}
+
+/// Compile, verify and profile several candidates in one build (the XLA baselines they are
+/// compared with included); one result JSON per candidate, in order.
+pub fn evaluate_batch(
+    global: &GlobalOpts,
+    cands: &[CandidateRef],
+    s: &EvalSettings,
+) -> anyhow::Result<Vec<Value>> {
+    if cands.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut kinds: Vec<Option<&'static str>> = Vec::new();
+    let session = Session::open_with(global, Python::IfNeeded, |project| {
+        let cache = crate::cache::Cache::open(&project.cache_dir)?;
+        let mut out = Vec::new();
+        for c in cands {
+            let ht = if s.handtuned {
+                handtuned_config(project, &cache, &c.workload)
+            } else {
+                None
+            };
+            kinds.push(ht.as_ref().map(|(_, k)| *k));
+            let spec = generated(
+                &c.pipeline,
+                &c.workload,
+                &c.kernel.to_string_lossy(),
+                s,
+                ht.as_ref().map(|(v, _)| v),
+            );
+            let text =
+                serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
+            out.push(parse_pipeline(
+                Path::new(&format!("<{}>", c.pipeline)),
+                &text,
+            )?);
+        }
+        Ok(out)
+    })?;
+    let mut targets: Vec<String> = cands.iter().map(|c| c.pipeline.clone()).collect();
+    for c in cands {
+        let xla = format!("baseline/profile[workload={}]", c.workload);
+        if session.set.steps.iter().any(|st| st.id == xla) && !targets.contains(&xla) {
+            targets.push(xla);
+        }
+    }
+    let selected = crate::graph::select(&session.set, &targets)?;
+    let order = closure_in_order(&session.set, &selected);
+    let engine = session.engine()?;
+    let opts = BuildOptions {
+        jobs: s.jobs.max(1),
+        keep_going: true,
+        remeasure: s.remeasure,
+        timeout: None,
+        exclusive_measurements: session.backend == "cpu",
+        devices: 1,
+        progress: s.progress,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let summary = engine.build(&session.set, &order, &opts)?;
+    Ok(cands
+        .iter()
+        .zip(kinds)
+        .map(|(c, kind)| {
+            let mut v = result_json(
+                &summary.steps,
+                &c.pipeline,
+                &c.workload,
+                &c.kernel,
+                kind,
+                &session,
+                summary.run_id,
+            );
+            if summary.interrupted {
+                v["interrupted"] = json!(true);
+            }
+            v
+        })
+        .collect())
+}
+
+/// Evaluate one candidate file for a workload (folder name or id); the `jb eval` result JSON.
+pub fn evaluate(
+    global: &GlobalOpts,
+    workload: &str,
+    kernel: &Path,
+    s: &EvalSettings,
+) -> anyhow::Result<Value> {
+    let kernel = absolute(kernel);
+    if !kernel.is_file() {
+        return Err(JbError::Usage(format!("--kernel {}: no such file", kernel.display())).into());
+    }
+    let project = super::session::project(global)?;
+    let wl_name = resolve::workload(&project, workload)?;
+    let mut out = evaluate_batch(
+        global,
+        &[CandidateRef {
+            pipeline: EVAL.into(),
+            workload: wl_name,
+            kernel,
+        }],
+        s,
+    )?;
+    Ok(out.remove(0))
+}
+
+pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
+    let settings = EvalSettings {
+        timeout: args.timeout,
+        memory_mb: args.memory_mb,
+        allow_pure_jax: args.allow_pure_jax,
+        remeasure: args.remeasure,
+        handtuned: true,
+        jobs: 2,
+        progress: if global.json {
+            progress::Mode::Quiet
+        } else {
+            progress::Mode::Lines
+        },
+    };
+    if !absolute(&args.kernel).is_file() {
+        return Err(
+            JbError::Usage(format!("--kernel {}: no such file", args.kernel.display())).into(),
+        );
+    }
+    let out = evaluate(global, &args.workload, &args.kernel, &settings)?;
+    let status = out["status"].as_str().unwrap_or("crashed").to_string();
+    let wl_name = out["workload"].as_str().unwrap_or("").to_string();
     if global.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!("{wl_name}: {status}");
-        for r in &reasons {
+        for r in out["reasons"].as_array().into_iter().flatten() {
             println!(
                 "  - {}",
                 r.as_str()
@@ -250,7 +383,7 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
                     .unwrap_or_else(|| r.to_string())
             );
         }
-        if let Some(t) = trials {
+        if let Some(t) = out["correctness"]["trials"].as_u64() {
             println!(
                 "  correctness: {t} trials, max abs err {}, max rel err {}",
                 out["correctness"]["max_abs_err"], out["correctness"]["max_rel_err"]
@@ -264,7 +397,7 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
         println!("  XLA baseline      {}", ms(&out["baseline"]));
         println!(
             "  hand-tuned ({})  {}",
-            handtuned_kind.unwrap_or("none"),
+            out["handtuned_config"].as_str().unwrap_or("none"),
             ms(&out["handtuned"])
         );
         println!("  candidate         {}", ms(&out["kernel"]));
@@ -275,7 +408,10 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
             println!("  speedup vs hand-tuned {s:.3}x");
         }
         if out["interpret"] == true {
-            println!("  note: Pallas ran in interpret mode on {}: times say nothing about accelerator speed", session.backend);
+            println!(
+                "  note: Pallas ran in interpret mode on {}: times say nothing about accelerator speed",
+                out["backend"].as_str().unwrap_or("cpu")
+            );
         }
     }
     Ok(if status == "correct" {

@@ -1,9 +1,11 @@
 //! The `jb` command line.
 
+mod agent;
+mod agent_runner;
 pub mod build;
 mod cache_cmd;
 mod doctor;
-mod eval;
+pub mod eval;
 mod explain;
 mod list;
 mod resolve;
@@ -29,7 +31,7 @@ use crate::error::{exit, JbError};
 compile, verify and profile JAX/Pallas implementations of 50 workloads, grid-search hand-tuned \
 baselines, evaluate candidate kernels and aggregate the results. Every result is cached by a hash \
 of everything it depends on, so a rebuild only re-runs what changed.",
-    after_help = "Examples:\n  jb build                      build every default pipeline (the XLA baseline of all workloads)\n  jb build 12p --dry-run        what would run for workload 12p, and why\n  jb eval --workload 12p --kernel my_rmsnorm.py\n  jb explain baseline/profile[workload=12p_RMSNorm]\n  jb list workloads --scale tiny\n\nExit codes: 0 success; 1 a step failed or a candidate is not correct; 2 bad usage or bad pipeline; 3 internal or infrastructure error."
+    after_help = "Examples:\n  jb build                      build every default pipeline (the XLA baseline of all workloads)\n  jb build 12p --dry-run        what would run for workload 12p, and why\n  jb eval --workload 12p --kernel my_rmsnorm.py\n  jb agent --method iterative --workload 12p 8p --endpoint http://localhost:8000/v1 --model M\n  jb explain baseline/profile[workload=12p_RMSNorm]\n  jb list workloads --scale tiny\n\nExit codes: 0 success; 1 a step failed or a candidate is not correct; 2 bad usage or bad pipeline; 3 internal or infrastructure error."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -110,6 +112,11 @@ pub enum Cmd {
     /// Grid-search the hand-tuned baselines' block sizes (pipelines/tune.yaml); the best
     /// configuration becomes the hand-tuned baseline of `jb eval` and the reports.
     Tune(tune::TuneArgs),
+    /// Run an agent method (best-of-n, iterative, iterative-ctx, beam) on workloads: ask an
+    /// OpenAI-compatible endpoint, a command or a folder of answers for Pallas kernels, evaluate
+    /// every sample like `jb eval`, and account for the results (cached: a rerun sends no request
+    /// it already made).
+    Agent(Box<agent::AgentArgs>),
     /// Inspect or prune the cache.
     Cache(cache_cmd::CacheArgs),
     /// Create (or check) the Python environment from the pinned requirements.
@@ -159,6 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::List(a) => list::run_list(&cli.global, a),
         Cmd::Graph(a) => list::run_graph(&cli.global, a),
         Cmd::Tune(a) => tune::run(&cli.global, a),
+        Cmd::Agent(a) => agent::run(&cli.global, *a),
         Cmd::Cache(a) => cache_cmd::run(&cli.global, a),
         Cmd::Setup(a) => setup::run(&cli.global, a),
         Cmd::Doctor => doctor::run(&cli.global),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::cache::Cache;
 use crate::engine::{Engine, KeyContext};
 use crate::error::Result;
-use crate::exec::dispatch::Dispatch;
+use crate::exec::dispatch::{Dispatch, Handler};
 use crate::exec::python::{venv_python, PythonExecutor, WorkerSpec};
 use crate::exec::Executor;
 use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
@@ -182,20 +182,26 @@ impl Session {
         }
     }
 
-    pub fn executor(&self) -> Arc<dyn Executor> {
+    /// The executor, with a handler for `translate` steps (`jb agent`).
+    pub fn executor_with(&self, translate: Option<Handler>) -> Arc<dyn Executor> {
         let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
         Arc::new(Dispatch {
             python: uses_python
                 .then(|| PythonExecutor::new(worker_spec(&self.project, &self.worker_env))),
-            translate: None,
+            translate,
         })
     }
 
     pub fn engine(&self) -> Result<Engine> {
+        self.engine_with(None)
+    }
+
+    /// The engine, with a handler for `translate` steps.
+    pub fn engine_with(&self, translate: Option<Handler>) -> Result<Engine> {
         Ok(Engine {
             project: self.project.clone(),
             cache: self.cache()?,
-            executor: self.executor(),
+            executor: self.executor_with(translate),
             ctx: self.key_context(),
             backend: self.backend.clone(),
         })

@@ -44,6 +44,16 @@ fn is_pattern(component: &str) -> bool {
 /// Every existing path under `root` matching `pattern`, with the placeholder bindings, sorted by
 /// path. `**` matches any number of folders.
 pub fn match_pattern(root: &Path, pattern: &str) -> Vec<(String, IndexMap<String, String>)> {
+    // An absolute pattern (a candidate kernel outside the project) matches absolute paths.
+    if let Some(rest) = pattern.strip_prefix('/') {
+        if root != Path::new("/") {
+            let mut out = match_pattern(Path::new("/"), rest);
+            for (p, _) in &mut out {
+                p.insert(0, '/');
+            }
+            return out;
+        }
+    }
     let components: Vec<&str> = pattern
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
@@ -187,5 +197,18 @@ mod tests {
             ["w/2p_B/extra.py", "w/2p_B/workload.py"]
         );
         assert_eq!(expand_files(dir.path(), "**/k*.py").len(), 2);
+    }
+
+    #[test]
+    fn absolute_paths_outside_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let f = other.path().join("k.py");
+        std::fs::write(&f, "x").unwrap();
+        let abs = f.to_string_lossy().to_string();
+        assert_eq!(expand_files(root.path(), &abs), vec![abs.clone()]);
+        // Joined onto any root, the absolute path is the file itself.
+        assert!(root.path().join(&abs).is_file());
+        assert!(expand_files(root.path(), &format!("{abs}.missing")).is_empty());
     }
 }
