@@ -357,6 +357,7 @@ impl Engine {
             KeyComponents,
             StepOutput,
             f64,
+            std::path::PathBuf,
         )> = tokio::task::JoinSet::new();
         let ctrl_c = tokio::signal::ctrl_c();
         tokio::pin!(ctrl_c);
@@ -509,7 +510,6 @@ impl Engine {
                     tasks.spawn_blocking(move || {
                         let t0 = Instant::now();
                         let out = executor.execute(&req);
-                        let _ = std::fs::remove_dir_all(&req.out_dir);
                         (
                             idx,
                             key,
@@ -517,6 +517,7 @@ impl Engine {
                             comps,
                             out,
                             t0.elapsed().as_secs_f64() * 1e3,
+                            req.out_dir,
                         )
                     });
                     known.insert(idx, Known::WillRun);
@@ -539,7 +540,7 @@ impl Engine {
                 }
             };
             let Some(joined) = joined else { break };
-            let (idx, key, reason, comps, out, ms) =
+            let (idx, key, reason, comps, out, ms, out_dir) =
                 joined.map_err(|e| JbError::Worker(format!("step task failed: {e}")))?;
             let step = &set.steps[idx];
             for (r, n) in self.resource_needs(step) {
@@ -551,7 +552,10 @@ impl Engine {
             if opts.exclusive_measurements && step.kind.is_measurement() {
                 resources.exclusive_running = false;
             }
-            let stored = self.store(step, &key, &comps, &out, ms, run_id)?;
+            // The step's files are moved into the CAS before its folder goes.
+            let stored = self.store(step, &key, &comps, &out, ms, run_id);
+            let _ = std::fs::remove_dir_all(&out_dir);
+            let stored = stored?;
             self.cache
                 .db
                 .record_step(run_id, &step.id, &key, &out.status, false, ms)?;
