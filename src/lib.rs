@@ -3,6 +3,7 @@
 //! Pipelines (YAML) expand into a DAG of steps; each step's key hashes everything its result
 //! depends on; results live in a SQLite run database and a content-addressed blob store.
 
+pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod engine;
@@ -14,3 +15,4 @@ pub mod key;
 pub mod pipeline;
 pub mod project;
 pub mod pyenv;
+pub mod report;
