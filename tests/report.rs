@@ -269,7 +269,7 @@ fn aggregate_step_renders_its_upstream_results() {
     let engine = Engine {
         project: project.clone(),
         cache: cache.clone(),
-        executor: fake,
+        executor: fake.clone(),
         ctx: KeyContext {
             scale: "tiny".into(),
             ..Default::default()
@@ -299,4 +299,24 @@ fn aggregate_step_renders_its_upstream_results() {
         "{md}"
     );
     assert_eq!(rec.result["workloads"], 2);
+
+    // A re-measurement changes only volatile fields (same output digest), yet the report follows.
+    fake.on(
+        "baseline/profile[workload=1p_x]",
+        FakeBehavior::Output(json!({"status": "ok", "median_ms": 1.5, "flops": 4e9, "bytes": 1e9})),
+    );
+    let opts = BuildOptions {
+        keep_going: true,
+        remeasure: true,
+        ..Default::default()
+    };
+    engine.build(&set, &order, &opts).unwrap();
+    let (key2, _) = cache.db.latest("report/aggregate").unwrap().unwrap();
+    assert_ne!(
+        key2, key,
+        "the aggregate's key follows its upstream measurements"
+    );
+    let rec = cache.db.get_action(&key2).unwrap().unwrap();
+    let md = String::from_utf8(cache.cas.get(&rec.files["report.md"]).unwrap()).unwrap();
+    assert!(md.contains("| 1p_x | ok | 1.500 |"), "{md}");
 }
