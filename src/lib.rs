@@ -4,6 +4,7 @@
 //! depends on; results live in a SQLite run database and a content-addressed blob store.
 
 pub mod agent;
+pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod engine;
@@ -15,3 +16,4 @@ pub mod key;
 pub mod pipeline;
 pub mod project;
 pub mod pyenv;
+pub mod report;

@@ -30,6 +30,12 @@ pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
             project.cache_dir.join("peak.json"),
             serde_json::to_string_pretty(&peak.result)?,
         );
+        // Also a record of the run database: reports and archives cite it by key.
+        if let Err(e) = crate::cache::Cache::open(&project.cache_dir)
+            .and_then(|c| crate::report::peaks::record(&c, &fp, &peak.result))
+        {
+            eprintln!("warning: could not record the peak in the run database: {e}");
+        }
     }
     if global.json {
         println!(

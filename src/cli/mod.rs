@@ -2,12 +2,14 @@
 
 mod agent;
 mod agent_runner;
+mod archive;
 pub mod build;
 mod cache_cmd;
 mod doctor;
 pub mod eval;
 mod explain;
 mod list;
+mod report;
 mod resolve;
 mod session;
 mod setup;
@@ -31,7 +33,7 @@ use crate::error::{exit, JbError};
 compile, verify and profile JAX/Pallas implementations of 50 workloads, grid-search hand-tuned \
 baselines, evaluate candidate kernels and aggregate the results. Every result is cached by a hash \
 of everything it depends on, so a rebuild only re-runs what changed.",
-    after_help = "Examples:\n  jb build                      build every default pipeline (the XLA baseline of all workloads)\n  jb build 12p --dry-run        what would run for workload 12p, and why\n  jb eval --workload 12p --kernel my_rmsnorm.py\n  jb agent --method iterative --workload 12p 8p --endpoint http://localhost:8000/v1 --model M\n  jb explain baseline/profile[workload=12p_RMSNorm]\n  jb list workloads --scale tiny\n\nExit codes: 0 success; 1 a step failed or a candidate is not correct; 2 bad usage or bad pipeline; 3 internal or infrastructure error."
+    after_help = "Examples:\n  jb build                      build every default pipeline (the XLA baseline of all workloads)\n  jb build 12p --dry-run        what would run for workload 12p, and why\n  jb eval --workload 12p --kernel my_rmsnorm.py\n  jb agent --method iterative --workload 12p 8p --endpoint http://localhost:8000/v1 --model M\n  jb report                     tables, plots and report.html of the results so far\n  jb archive create results.tar.zst\n  jb explain baseline/profile[workload=12p_RMSNorm]\n  jb list workloads --scale tiny\n\nExit codes: 0 success; 1 a step failed or a candidate is not correct; 2 bad usage or bad pipeline; 3 internal or infrastructure error."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -123,6 +125,10 @@ pub enum Cmd {
     Setup(setup::SetupArgs),
     /// Print the environment fingerprint and the device's measured peaks.
     Doctor,
+    /// Tables, plots and a self-contained html report of the run database (runs nothing).
+    Report(report::ReportArgs),
+    /// Create, verify or import a reproducible archive of the results.
+    Archive(archive::ArchiveArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -170,5 +176,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Cache(a) => cache_cmd::run(&cli.global, a),
         Cmd::Setup(a) => setup::run(&cli.global, a),
         Cmd::Doctor => doctor::run(&cli.global),
+        Cmd::Report(a) => report::run(&cli.global, a),
+        Cmd::Archive(a) => archive::run(&cli.global, a),
     }
 }

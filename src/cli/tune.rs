@@ -71,7 +71,12 @@ pub fn run(global: &GlobalOpts, args: TuneArgs) -> anyhow::Result<i32> {
     } else {
         workloads
             .iter()
-            .map(|w| format!("tune/best[workload={w}]"))
+            .flat_map(|w| {
+                [
+                    format!("tune/best[workload={w}]"),
+                    format!("tune/default_profile[workload={w}]"),
+                ]
+            })
             .collect()
     };
     build::run(

@@ -153,9 +153,24 @@ impl Engine {
         step: &Step,
         known: &HashMap<usize, Known>,
     ) -> std::result::Result<Vec<(String, String)>, String> {
+        // Grid and aggregate steps read measurements (medians), which output digests leave out
+        // for early cutoff: their keys hash the upstream results in full, so a re-measurement
+        // re-ranks the grid and refreshes the report.
+        let reads_measurements = matches!(step.kind, StepKind::Grid | StepKind::Aggregate);
         let mut out = Vec::new();
         for &d in &step.deps {
             match known.get(&d) {
+                Some(Known::Done { digest, result, .. }) if reads_measurements => {
+                    let mut r = result.clone();
+                    if let Value::Object(m) = &mut r {
+                        m.remove("duration_ms");
+                    }
+                    let text = crate::key::canonical_json(&json!({"digest": digest, "result": r}));
+                    out.push((
+                        set.steps[d].id.clone(),
+                        crate::key::hash_hex(text.as_bytes()),
+                    ))
+                }
                 Some(Known::Done { digest, .. }) => {
                     out.push((set.steps[d].id.clone(), digest.clone()))
                 }
@@ -553,6 +568,7 @@ impl Engine {
             if opts.exclusive_measurements && step.kind.is_measurement() {
                 resources.exclusive_running = false;
             }
+            // The step's files are moved into the CAS before its folder goes.
             let stored = self.store(step, &key, &comps, &out, ms, run_id);
             let _ = std::fs::remove_dir_all(&out_dir);
             let stored = stored?;

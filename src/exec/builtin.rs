@@ -86,8 +86,14 @@ pub fn grid(req: &StepRequest) -> StepOutput {
     StepOutput::new(status, result)
 }
 
-/// A summary of upstream statuses and headline numbers (the report renders the details).
+/// The report of the upstream results: status counts and headline numbers in the result, and
+/// the report files (`params.formats`: md, csv, json, html; default all) kept as the step's
+/// files. The environment and device peak come from the cache's fingerprint.json and peak.json
+/// (upstream results seen here do not carry their key components; `jb report` reads those from
+/// the run database).
 pub fn aggregate(req: &StepRequest) -> StepOutput {
+    use crate::report::{self, methods, Format, RecordSet, ReportInput};
+
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut rows = Vec::new();
     for DepResult {
@@ -108,5 +114,63 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
             "median_ms": result.get("median_ms"),
         }));
     }
-    StepOutput::new("ok", json!({"counts": counts, "rows": rows}))
+    let formats: Vec<Format> = match req.step.params.get("formats") {
+        Some(Value::Array(a)) => {
+            let mut out = Vec::new();
+            for f in a {
+                match f.as_str().map(Format::parse) {
+                    Some(Ok(f)) => out.push(f),
+                    _ => {
+                        return StepOutput::new(
+                            "failed",
+                            json!({"reasons": [format!("params.formats: unknown format {f} (md, csv, json, html)")]}),
+                        )
+                    }
+                }
+            }
+            out
+        }
+        _ => Format::ALL.to_vec(),
+    };
+    let records = RecordSet::from_deps(&req.deps);
+    let methods = match methods::load_all(&methods::default_sources(), &records, None) {
+        Ok(m) => m,
+        Err(e) => return StepOutput::infra("error", format!("report: {e}")),
+    };
+    let cache_dir = &req.project.cache_dir;
+    let input = ReportInput {
+        records,
+        methods,
+        declared_workloads: Vec::new(),
+        declared_handtuned: Vec::new(),
+        fallback_env: report::cached_fingerprint(cache_dir),
+        fallback_peak: report::cached_peak(cache_dir),
+    };
+    let built = report::build(&input);
+    let mut out_files = BTreeMap::new();
+    for f in formats {
+        let written = report::render(&built, f).and_then(|files| {
+            report::write(&req.out_dir, &files)?;
+            Ok(files)
+        });
+        match written {
+            Ok(files) => {
+                for file in files {
+                    out_files.insert(file.path.clone(), req.out_dir.join(&file.path));
+                }
+            }
+            Err(e) => return StepOutput::infra("error", format!("report: {e}")),
+        }
+    }
+    let methods: Vec<Value> = built
+        .methods
+        .iter()
+        .map(|m| json!({"name": m.name, "geomean": m.geomean, "mean": m.mean, "correct": m.correct, "benchmarks": m.benchmarks}))
+        .collect();
+    let mut out = StepOutput::new(
+        "ok",
+        json!({"counts": counts, "rows": rows, "workloads": built.workloads.len(), "methods": methods}),
+    );
+    out.files = out_files;
+    out
 }

@@ -389,13 +389,22 @@ impl PythonExecutor {
             memory,
             &req.cancel,
         );
-        // Files the op wrote into out_dir are kept.
-        if let Ok(entries) = std::fs::read_dir(&req.out_dir) {
+        // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
+        // `trace/`) are kept, named by their path relative to out_dir.
+        let mut stack = vec![req.out_dir.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for e in entries.flatten() {
                 let p = e.path();
-                if p.is_file() {
-                    out.files
-                        .insert(e.file_name().to_string_lossy().to_string(), p);
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.is_file() {
+                    if let Ok(rel) = p.strip_prefix(&req.out_dir) {
+                        let name = rel.to_string_lossy().replace('\\', "/");
+                        out.files.insert(name, p);
+                    }
                 }
             }
         }
