@@ -41,27 +41,39 @@ fn default_jobs() -> usize {
         .unwrap_or(2)
 }
 
-pub fn targets_with_pipeline(targets: &[String], pipeline: Option<&str>) -> Vec<String> {
-    match pipeline {
-        Some(p) if targets.is_empty() || targets == ["all"] => vec![p.to_string()],
-        Some(p) => targets
-            .iter()
-            .map(|t| {
-                if t.contains('/') {
-                    t.clone()
-                } else {
-                    format!("{p}/*{t}*")
-                }
-            })
-            .collect(),
-        None => targets.to_vec(),
+/// The steps named by `targets`, restricted to `pipeline` when one is given.
+pub fn select_in_pipeline(
+    set: &crate::pipeline::PipelineSet,
+    targets: &[String],
+    pipeline: Option<&str>,
+) -> crate::error::Result<Vec<usize>> {
+    let Some(p) = pipeline else {
+        return graph::select(set, targets);
+    };
+    if !set.pipelines.iter().any(|x| x.name == p) {
+        return Err(crate::error::JbError::Usage(format!(
+            "--pipeline {p}: no such pipeline (see `jb list pipelines`)"
+        )));
     }
+    let targets: Vec<String> = if targets.is_empty() || targets == ["all"] {
+        vec![p.to_string()]
+    } else {
+        targets.to_vec()
+    };
+    let mut selected = graph::select(set, &targets)?;
+    selected.retain(|&i| set.steps[i].pipeline == p);
+    if selected.is_empty() {
+        return Err(crate::error::JbError::Usage(format!(
+            "targets {} match no step of pipeline `{p}`",
+            targets.join(" ")
+        )));
+    }
+    Ok(selected)
 }
 
 pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
     let session = Session::open(global, Python::IfNeeded)?;
-    let targets = targets_with_pipeline(&args.targets, args.pipeline.as_deref());
-    let selected = graph::select(&session.set, &targets)?;
+    let selected = select_in_pipeline(&session.set, &args.targets, args.pipeline.as_deref())?;
     let order = closure_in_order(&session.set, &selected);
     let engine = session.engine()?;
     if args.dry_run {
