@@ -19,6 +19,16 @@ fn workload_matches(target: &str, workload: &str) -> bool {
 /// pipelines. A target is a pipeline, `pipeline/step`, a step id, a workload (folder name or id
 /// such as `12p`) or a glob over any of those.
 pub fn select(set: &PipelineSet, targets: &[String]) -> Result<Vec<usize>> {
+    select_in(set, targets, None)
+}
+
+/// Like [`select`]; with `pipeline`, a workload target also names that pipeline's steps even when
+/// the pipeline is not part of `all` (e.g. `jb build -p tune 8p`).
+pub fn select_in(
+    set: &PipelineSet,
+    targets: &[String],
+    pipeline: Option<&str>,
+) -> Result<Vec<usize>> {
     let targets: Vec<String> = if targets.is_empty() {
         vec!["all".into()]
     } else {
@@ -42,7 +52,8 @@ pub fn select(set: &PipelineSet, targets: &[String]) -> Result<Vec<usize>> {
                 *t == s.id
                     || *t == def
                     || *t == s.pipeline
-                    || (s.default && s.workload().is_some_and(|w| workload_matches(t, w)))
+                    || ((s.default || pipeline == Some(s.pipeline.as_str()))
+                        && s.workload().is_some_and(|w| workload_matches(t, w)))
             };
             if hit {
                 out.insert(i);

@@ -352,3 +352,24 @@ fn ctrl_c_stops_cleanly_and_keeps_finished_results() {
         "finished results were kept"
     );
 }
+
+#[test]
+fn pipeline_option_restricts_targets() {
+    let p = chains(2, "");
+    p.write("pipelines/extra.yaml", "default: false\nsteps:\n  x:\n    kind: command\n    foreach: [{match: \"src/in{n}.txt\"}]\n    run: \"true\"\n");
+    let r = p.jb(&["build", "--dry-run", "--json", "-p", "chains"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json().as_array().unwrap().len(), 7);
+    // A non-default pipeline is reachable by name, and its instances by `-p` plus a step id glob.
+    let r = p.jb(&["build", "--dry-run", "--json", "extra"]);
+    assert_eq!(r.json().as_array().unwrap().len(), 2);
+    let r = p.jb(&["build", "--dry-run", "--json"]);
+    assert_eq!(
+        r.json().as_array().unwrap().len(),
+        7,
+        "`all` leaves non-default pipelines out"
+    );
+    let r = p.jb(&["build", "-p", "nope"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no such pipeline"), "{}", r.stderr);
+}

@@ -60,7 +60,7 @@ pub fn select_in_pipeline(
     } else {
         targets.to_vec()
     };
-    let mut selected = graph::select(set, &targets)?;
+    let mut selected = graph::select_in(set, &targets, Some(p))?;
     selected.retain(|&i| set.steps[i].pipeline == p);
     if selected.is_empty() {
         return Err(crate::error::JbError::Usage(format!(
