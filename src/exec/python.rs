@@ -295,6 +295,11 @@ impl PythonExecutor {
         let answer = w.request(op, args, timeout, memory_mb, cancel);
         match answer {
             Ok(v) => {
+                // An untrusted candidate's own output (warnings, prints, tracebacks on stderr)
+                // is part of what it gets back as feedback; pooled workers' output is shared.
+                let tail = fresh
+                    .then(|| w.stderr_tail())
+                    .filter(|t| !t.trim().is_empty());
                 if fresh {
                     self.forget(w);
                 } else {
@@ -302,6 +307,9 @@ impl PythonExecutor {
                 }
                 if v.get("ok").and_then(Value::as_bool) == Some(true) {
                     let mut result = v.get("result").cloned().unwrap_or(json!({}));
+                    if let (Some(t), Value::Object(m)) = (tail, &mut result) {
+                        m.entry("stderr_tail").or_insert(json!(t));
+                    }
                     let status = result
                         .get("status")
                         .and_then(Value::as_str)
