@@ -17,7 +17,7 @@ product in f32 without rounding the probabilities.
 
 from __future__ import annotations
 
-import contextlib
+from jb.baseline_support import interpret_mode as _interpret_mode
 
 WORKLOAD = "6p_Paged_Attention"
 KERNEL = "jax.experimental.pallas.ops.tpu.paged_attention.paged_attention"
@@ -40,14 +40,6 @@ def invalid(config: dict, workload_config: dict) -> str | None:
     if workload_config["num_query_heads"] % workload_config["num_kv_heads"]:
         return "num_query_heads is not a multiple of num_kv_heads"
     return None
-
-
-def _interpret_mode(interpret):
-    if not interpret:
-        return contextlib.nullcontext()
-    from jax.experimental.pallas import tpu as pltpu
-
-    return pltpu.force_tpu_interpret_mode(interpret)
 
 
 def prepare_inputs(queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens):

@@ -13,7 +13,7 @@ Not runnable off TPU: in jax 0.10.2 this kernel fails in both Pallas interpreter
 
 from __future__ import annotations
 
-import contextlib
+from jb.baseline_support import interpret_mode as _interpret_mode
 
 WORKLOAD = "7p_Ragged_Paged_Attention"
 KERNEL = "jax.experimental.pallas.ops.tpu.ragged_paged_attention.ragged_paged_attention"
@@ -49,14 +49,6 @@ def invalid(config: dict, workload_config: dict) -> str | None:
     if c["num_q_heads"] % c["num_kv_heads"]:
         return "num_q_heads is not a multiple of num_kv_heads"
     return None
-
-
-def _interpret_mode(interpret):
-    if not interpret:
-        return contextlib.nullcontext()
-    from jax.experimental.pallas import tpu as pltpu
-
-    return pltpu.force_tpu_interpret_mode(interpret)
 
 
 def make(config: dict, workload_config: dict, interpret: bool):

@@ -10,7 +10,7 @@ It takes no ``interpret=`` argument: on CPU the call is traced under
 
 from __future__ import annotations
 
-import contextlib
+from jb.baseline_support import interpret_mode as _interpret_mode
 
 WORKLOAD = "8p_GEMM"
 KERNEL = "jax.experimental.pallas.ops.tpu.matmul.matmul"
@@ -41,14 +41,6 @@ def invalid(config: dict, workload_config: dict) -> str | None:
         or _block_error("bn", cfg["bn"], "N", n, 128)
         or _block_error("bk", cfg["bk"], "K", k, 128)
     )
-
-
-def _interpret_mode(interpret):
-    if not interpret:
-        return contextlib.nullcontext()
-    from jax.experimental.pallas import tpu as pltpu
-
-    return pltpu.force_tpu_interpret_mode(interpret)
 
 
 def make(config: dict, workload_config: dict, interpret: bool):
