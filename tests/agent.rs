@@ -681,41 +681,25 @@ fn unreachable_endpoint_is_a_clear_error_with_exit_code_3() {
 #[test]
 fn command_and_answer_file_agents() {
     let cache = tempfile::tempdir().unwrap();
-    let r = jb(
-        cache.path(),
-        &[
-            "--json",
-            "agent",
-            "--method",
-            "best-of-n",
-            "--samples",
-            "2",
-            "--workload",
-            "12p",
-            "--agent-command",
-            "grep -c '# Reference implementation' >/dev/null && echo \"no code for $JB_AGENT_WORKLOAD $JB_AGENT_SAMPLE\"",
-        ],
-    );
+    let args = [
+        "--json",
+        "agent",
+        "--method",
+        "best-of-n",
+        "--samples",
+        "2",
+        "--workload",
+        "12p",
+        "--agent-command",
+        "grep -c '# Reference implementation' >/dev/null && echo \"no code for $JB_AGENT_WORKLOAD $JB_AGENT_SAMPLE\"",
+    ];
+    let r = jb(cache.path(), &args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let out = r.json();
     assert_eq!(count(&out, "no_code"), 2);
     assert_eq!(out["agent"]["kind"], "command");
     // The answers are cached: a rerun runs no command.
-    let r = jb(
-        cache.path(),
-        &[
-            "--json",
-            "agent",
-            "--method",
-            "best-of-n",
-            "--samples",
-            "2",
-            "--workload",
-            "12p",
-            "--agent-command",
-            "grep -c '# Reference implementation' >/dev/null && echo \"no code for $JB_AGENT_WORKLOAD $JB_AGENT_SAMPLE\"",
-        ],
-    );
+    let r = jb(cache.path(), &args);
     assert_eq!(r.json()["requests"], 0);
 
     let answers = tempfile::tempdir().unwrap();

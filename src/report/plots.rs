@@ -25,6 +25,24 @@ fn err<E: std::fmt::Display>(e: E) -> ReportError {
     ReportError::Plot(e.to_string())
 }
 
+/// The series legend every plot draws, boxed at `position`.
+fn legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), ReportError>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(err)
+}
+
 fn short(workload: &str) -> &str {
     workload.split('_').next().unwrap_or(workload)
 }
@@ -147,14 +165,7 @@ pub fn roofline(r: &Report) -> Result<Plot, ReportError> {
                 .label(*name)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart, SeriesLabelPosition::LowerRight)
     })?);
     Ok(plot)
 }
@@ -251,14 +262,7 @@ pub fn speedup(r: &Report) -> Result<Plot, ReportError> {
                 .label(name)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
     })?);
     Ok(plot)
 }
@@ -346,14 +350,7 @@ fn budget_plot(
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err)?;
-        Ok(())
+        legend(&mut chart, SeriesLabelPosition::LowerRight)
     })?);
     Ok(plot)
 }
