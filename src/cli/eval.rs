@@ -275,10 +275,13 @@ pub fn evaluate_batch(
             );
             let text =
                 serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
-            out.push(parse_pipeline(
-                Path::new(&format!("<{}>", c.pipeline)),
-                &text,
-            )?);
+            let mut loaded = parse_pipeline(Path::new(&format!("<{}>", c.pipeline)), &text)?;
+            // The candidate file may live outside the project: this pipeline may name it.
+            loaded
+                .file
+                .allow_outside
+                .push(c.kernel.to_string_lossy().to_string());
+            out.push(loaded);
         }
         Ok(out)
     })?;
