@@ -189,11 +189,11 @@ fn affinity(declared: &str) -> &'static str {
     }
 }
 
+/// Columns (name, affinity) and primary-key column names.
+type TableShape = (Vec<Column>, Vec<String>);
+
 /// Columns (name, affinity) and primary key of a table, or `None` if it does not exist.
-fn table_info(
-    conn: &Connection,
-    name: &str,
-) -> Result<Option<(Vec<Column>, Vec<String>)>, ArchiveError> {
+fn table_info(conn: &Connection, name: &str) -> Result<Option<TableShape>, ArchiveError> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({})", quote(name)))?;
     let mut cols: Vec<(Column, i64)> = stmt
         .query_map([], |r| {

@@ -70,6 +70,9 @@ fn is_pattern(component: &str) -> bool {
 
 /// Every existing path under `root` matching `pattern`, with the placeholder bindings, sorted by
 /// path. `**` matches any number of folders.
+/// Matched paths with their placeholder bindings.
+pub type Matches = Vec<(String, IndexMap<String, String>)>;
+
 /// Names jb cannot represent are left out (see [`try_match_pattern`] for pipelines).
 pub fn match_pattern(root: &Path, pattern: &str) -> Vec<(String, IndexMap<String, String>)> {
     try_match(root, pattern, false).unwrap_or_default()
@@ -77,18 +80,11 @@ pub fn match_pattern(root: &Path, pattern: &str) -> Vec<(String, IndexMap<String
 
 /// [`match_pattern`], except that a file name that would match but that jb cannot represent
 /// (a newline, not UTF-8) is an error.
-pub fn try_match_pattern(
-    root: &Path,
-    pattern: &str,
-) -> Result<Vec<(String, IndexMap<String, String>)>, String> {
+pub fn try_match_pattern(root: &Path, pattern: &str) -> Result<Matches, String> {
     try_match(root, pattern, true)
 }
 
-fn try_match(
-    root: &Path,
-    pattern: &str,
-    strict: bool,
-) -> Result<Vec<(String, IndexMap<String, String>)>, String> {
+fn try_match(root: &Path, pattern: &str, strict: bool) -> Result<Matches, String> {
     // An absolute pattern (a candidate kernel outside the project) matches absolute paths.
     if let Some(rest) = pattern.strip_prefix('/') {
         if root != Path::new("/") {
