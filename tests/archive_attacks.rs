@@ -622,3 +622,146 @@ fn signed_archives_name_their_producer() {
         r.stderr
     );
 }
+
+/// Writes the malicious archives of the closing note of issue 11 (before/after table) into
+/// `$JB_CASES_DIR`, format-1 ones made with `$JB_BEFORE_BIN` (a jb built before this change).
+#[test]
+#[ignore = "writes measurement inputs; run with JB_CASES_DIR and JB_BEFORE_BIN set"]
+fn write_measurement_cases() {
+    let dir = std::path::PathBuf::from(std::env::var("JB_CASES_DIR").unwrap());
+    let before = std::env::var("JB_BEFORE_BIN").unwrap();
+    let p = populated();
+    let a2 = create(&p, "a2.tar.zst", &[]);
+    let r: Run = std::process::Command::new(&before)
+        .args(["archive", "create", "a1.tar.zst"])
+        .current_dir(p.path())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let a1 = std::fs::read(p.path().join("a1.tar.zst")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let w = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+    w("genuine-1.tar.zst", &a1);
+    w("genuine-2.tar.zst", &a2);
+    // Format-independent: crafted headers.
+    let h = "0".repeat(64);
+    w(
+        "tib.tar.zst",
+        &zst(&raw_entry(
+            format!("blobs/{h}").as_bytes(),
+            tar::EntryType::Regular,
+            1 << 40,
+            b"",
+            b"",
+        )),
+    );
+    w(
+        "dotdot.tar.zst",
+        &crafted(&[raw_entry(
+            b"../escape.txt",
+            tar::EntryType::Regular,
+            1,
+            b"x",
+            b"",
+        )]),
+    );
+    w(
+        "symlink.tar.zst",
+        &crafted(&[raw_entry(
+            b"sources/passwd",
+            tar::EntryType::Symlink,
+            0,
+            b"",
+            b"/etc/passwd",
+        )]),
+    );
+    let size: u64 = 2 << 30;
+    let mut enc = zstd::Encoder::new(Vec::new(), 1).unwrap();
+    let m = br#"{"format": "jb-archive/2"}"#;
+    enc.write_all(&raw_entry(
+        b"MANIFEST.json",
+        tar::EntryType::Regular,
+        m.len() as u64,
+        m,
+        b"",
+    ))
+    .unwrap();
+    enc.write_all(&raw_entry(
+        format!("blobs/{h}").as_bytes(),
+        tar::EntryType::Regular,
+        size,
+        b"",
+        b"",
+    ))
+    .unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..(size >> 20) {
+        enc.write_all(&zeros).unwrap();
+    }
+    enc.write_all(&[0u8; 1024]).unwrap();
+    w("zeros2g.tar.zst", &enc.finish().unwrap());
+    // SQL in a table: format 1 carries a CREATE TABLE statement, which it executed.
+    let pwned = dir.join("pwned.db");
+    let mut f = Forger::new(&a1);
+    let mut t: Value = serde_json::from_slice(&f.get("tables/ext_samples.json")).unwrap();
+    t["sql"] = json!(format!(
+        "CREATE TABLE ext_samples (method TEXT, workload TEXT, idx INTEGER, outcome TEXT, tokens INTEGER); ATTACH DATABASE '{}' AS pwn; CREATE TABLE pwn.t(x); UPDATE actions SET status = 'hacked'",
+        pwned.display()
+    ));
+    f.set(
+        "tables/ext_samples.json",
+        serde_json::to_vec_pretty(&t).unwrap(),
+    );
+    w("sql-1.tar.zst", &f.pack());
+    let mut f = Forger::new(&a2);
+    let mut t: Value = serde_json::from_slice(&f.get("tables/ext_samples.json")).unwrap();
+    t["columns"][0]["type"] = json!(format!(
+        "TEXT); ATTACH DATABASE '{}' AS pwn; CREATE TABLE pwn.t(x); UPDATE actions SET status = 'hacked'; CREATE TABLE z (a",
+        pwned.display()
+    ));
+    f.set(
+        "tables/ext_samples.json",
+        serde_json::to_vec_pretty(&t).unwrap(),
+    );
+    w("sql-2.tar.zst", &f.pack());
+    // The 8p XLA profile 10x faster, every digest recomputed (samples too).
+    let faster = |r: &mut ArchivedRecord| {
+        r.result["median_ms"] = json!(0.536);
+        let s: Vec<f64> = r.result["samples_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() / 10.0)
+            .collect();
+        r.result["samples_ms"] = json!(s);
+    };
+    for (tag, a) in [("1", &a1), ("2", &a2)] {
+        let mut f = Forger::new(a);
+        f.record(is_8p_xla_profile, faster);
+        w(&format!("overwrite-{tag}.tar.zst"), &f.pack());
+        // Only the median, the record's entry digest fixed.
+        let mut f = Forger::new(a);
+        let (name, _) = f
+            .entries
+            .iter()
+            .find(|(n, d)| {
+                n.starts_with("records/") && is_8p_xla_profile(&serde_json::from_slice(d).unwrap())
+            })
+            .cloned()
+            .unwrap();
+        let mut r: ArchivedRecord = serde_json::from_slice(&f.get(&name)).unwrap();
+        r.result["median_ms"] = json!(0.536);
+        f.set(&name, serde_json::to_vec_pretty(&r).unwrap());
+        w(&format!("median-{tag}.tar.zst"), &f.pack());
+    }
+    let status = std::process::Command::new("cp")
+        .args([
+            "-a",
+            &p.path().to_string_lossy(),
+            &dir.join("project").to_string_lossy(),
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
