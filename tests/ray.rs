@@ -117,6 +117,11 @@ impl Cluster {
 
     /// Remove a worker node as if its machine died; returns its name.
     fn kill(&mut self, node_id: &str) -> String {
+        assert!(
+            self.nodes.contains_key(node_id),
+            "{node_id} is not a node of the test cluster: {:?}",
+            self.nodes
+        );
         writeln!(self.stdin, "kill {node_id}").unwrap();
         self.stdin.flush().unwrap();
         let line = self
@@ -162,8 +167,8 @@ fn keys_and_statuses(r: &Run) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-fn run(c: &mut Command) -> Run {
-    c.output().expect("run jb").into()
+fn run(mut c: impl std::borrow::BorrowMut<Command>) -> Run {
+    c.borrow_mut().output().expect("run jb").into()
 }
 
 /// A command pipeline: a plain step, a slow one holding a device (the one whose node is
@@ -173,8 +178,7 @@ fn command_project() -> TestProject {
     p.write("src/in.txt", "hello ray\n");
     p.write(
         "pipelines/p.yaml",
-        &format!(
-            r#"steps:
+        r#"steps:
   gen:
     kind: command
     inputs: ["src/in.txt"]
@@ -183,23 +187,22 @@ fn command_project() -> TestProject {
   slow:
     kind: command
     needs: [gen]
-    resources: {{device: 1}}
+    resources: {device: 1}
     outputs: ["out/slow.txt"]
     run: "echo \"$JB_RAY_NODE_ID\" >> \"$JB_TEST_ATTEMPTS\"; sleep 4; rev < out/gen.txt > out/slow.txt"
   quick:
     kind: command
-    foreach: [{{values: {{n: [1, 2, 3]}}}}]
+    foreach: [{values: {n: [1, 2, 3]}}]
     needs: [gen]
-    resources: {{device: 1}}
-    outputs: ["out/q{{n}}.txt"]
-    run: "sleep 0.2; cut -c1-{{n}} out/gen.txt > out/q{{n}}.txt"
+    resources: {device: 1}
+    outputs: ["out/q{n}.txt"]
+    run: "sleep 0.2; cut -c1-{n} out/gen.txt > out/q{n}.txt"
   total:
     kind: command
     needs: [slow, quick]
     outputs: ["out/total.txt"]
     run: "cat out/slow.txt out/q*.txt | wc -l > out/total.txt"
-"#
-        ),
+"#,
     );
     p
 }

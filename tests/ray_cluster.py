@@ -29,14 +29,14 @@ def main() -> int:
     for name, cpus, res in specs[1:]:
         nodes[name] = cluster.add_node(num_cpus=cpus, resources=res, object_store_memory=common["object_store_memory"])
     cluster.wait_for_nodes()
-    print(json.dumps({"address": cluster.address, "nodes": {n: x.unique_id for n, x in nodes.items()}}), flush=True)
+    print(json.dumps({"address": cluster.address, "nodes": {n: x.node_id for n, x in nodes.items()}}), flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
             continue
         if cmd[0] == "kill":
             for name, node in list(nodes.items()):
-                if node.unique_id == cmd[1] and node is not cluster.head_node:
+                if node.node_id == cmd[1] and node is not cluster.head_node:
                     cluster.remove_node(node, allow_graceful=False)
                     del nodes[name]
                     print(f"killed {name}", flush=True)

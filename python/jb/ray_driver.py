@@ -33,7 +33,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
-PROJECT_DIRS = ("python/jb", "workloads", "tokamax_baselines")
+PROJECT_DIRS = ("workloads", "tokamax_baselines")
 SKIP_PARTS = ("__pycache__", ".pytest_cache")
 
 
@@ -112,10 +112,15 @@ def _walk(base: str, rel_dir: str) -> dict:
     return files
 
 
-def project_files(root: str) -> dict:
+def project_files(root: str, python_dir: str | None) -> dict:
+    """The worker package (from jb's python folder, which need not be in the project) and the
+    project's workloads and baselines, by their path on the node."""
     files = {}
     for d in PROJECT_DIRS:
         files.update(_walk(root, d))
+    python_dir = python_dir or os.path.join(root, "python")
+    for rel, path in _walk(python_dir, "jb").items():
+        files[f"python/{rel}"] = path
     return files
 
 
@@ -291,8 +296,9 @@ class Driver:
         return {"nodes": nodes, "total": ray.cluster_resources(), "available": ray.available_resources(),
                 "device_resource": self.opts.device_resource}
 
-    def _project(self, root: str, extra: dict | None = None, relative: dict | None = None):
-        files = project_files(root)
+    def _project(self, root: str, python_dir: str | None, extra: dict | None = None,
+                 relative: dict | None = None):
+        files = project_files(root, python_dir)
         files.update(relative or {})
         for path, rel in (extra or {}).items():
             if os.path.isdir(path):
@@ -303,7 +309,7 @@ class Driver:
         return self.shipper.ship(files)
 
     def op_fingerprint(self, args):
-        mid, mref, bref = self._project(args["project_root"])
+        mid, mref, bref = self._project(args["project_root"], args.get("python_dir"))
         return self.judges.call(lambda a: a.node_fingerprint.remote(mid, mref, bref))
 
     def op_worker(self, args):
@@ -311,7 +317,7 @@ class Driver:
         external, relative = {}, {}
         referenced_paths(args["args"], root, external, relative)
         external.pop(args.get("out_dir", ""), None)
-        mid, mref, bref = self._project(root, external, relative)
+        mid, mref, bref = self._project(root, args.get("python_dir"), external, relative)
         node_external = {}
         for path, rel in external.items():
             # A file keeps its name under its folder on the node; a folder becomes the folder.

@@ -363,7 +363,7 @@ impl RayExecutor {
         let d = self.driver()?;
         let r = d.request(
             "fingerprint",
-            json!({"project_root": project_root}),
+            json!({"project_root": project_root, "python_dir": self.spec.python_dir}),
             Some(Duration::from_secs(900)),
             &CancelFlag::default(),
         )?;
@@ -527,6 +527,7 @@ impl RayExecutor {
             "fresh": req.step.untrusted(),
             "timeout_s": req.timeout.unwrap_or(Duration::from_secs(1800)).as_secs_f64(),
             "project_root": req.project.root,
+            "python_dir": self.spec.python_dir,
             "out_dir": req.out_dir,
             "expect_fingerprint": *lock(&self.expect_fingerprint),
         });
