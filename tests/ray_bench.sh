@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measurements of --executor ray (figures for docs/ray.md and the closing note of issue 15).
-#   tests/ray_bench.sh scaling N   32 command steps each holding a device for 1 s (`sleep 1`) on a
+#   tests/ray_bench.sh scaling N [STEPS]   32 (STEPS) command steps each holding a device for 1 s (`sleep 1`) on a
 #                                  cluster of a head and N nodes with one `device` resource each
 #   tests/ray_bench.sh overhead    20 trivial command steps one after another (-j 1), local vs
 #                                  on a 1-node cluster (as a task and on a judge): ms per step
@@ -51,13 +51,22 @@ wall() { # dir args... -> build wall seconds from --json
 
 case "${1:-}" in
   scaling)
-    n=${2:-4}
+    n=${2:-4}; steps=${3:-32}
     specs=('head:{"CPU": 1}')
     for i in $(seq "$n"); do specs+=("n$i:{\"CPU\": 1, \"device\": 1}"); done
     start_cluster "${specs[@]}"
-    dir=$(project 32 "sleep 1" "{device: 1}")
+    dir=$(project "$steps" "sleep 1" "{device: 1}")
+    export JB_RAY_TRACE=$work/trace
     t=$(wall "$dir" in_ns "$jb" --pyenv "$repo/cache/pyenv" --cache-dir "$work/c" --executor ray --ray-address "$address" build)
-    echo "scaling: $n node(s) with one device each, 32 steps x sleep 1: wall ${t} s"
+    # Steady state: from the first judge ready to the last answer (the driver's timeline).
+    s=$($py -c "
+import sys
+ev = [l.split(' ', 1) for l in open(sys.argv[1]).read().splitlines()]
+first = min(float(t) for t, e in ev if e.startswith('judge ready'))
+last = max(float(t) for t, e in ev if e.startswith('answer'))
+conn = min(float(t) for t, e in ev if e == 'connected')
+print(f'{last - first:.2f} s (driver connected after {conn:.2f} s, first judge ready after {first:.2f} s)')" "$work/trace")
+    echo "scaling: $n node(s) with one device each, $steps steps x sleep 1: wall ${t} s; steady state $s"
     ;;
   overhead)
     # Per-step cost = (wall of 21 steps - wall of 1 step) / 20, one step at a time (-j 1):

@@ -34,6 +34,15 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 PROJECT_DIRS = ("workloads", "tokamax_baselines")
+_T0 = time.monotonic()
+
+
+def trace(event: str) -> None:
+    """With JB_RAY_TRACE=FILE, a timeline of the driver (seconds since it started) for measurements."""
+    path = os.environ.get("JB_RAY_TRACE")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{time.monotonic() - _T0:.3f} {event}\n")
 SKIP_PARTS = ("__pycache__", ".pytest_cache")
 
 
@@ -196,6 +205,7 @@ class Judges:
                 alive = [x for x in ray.nodes() if x.get("Alive")]
                 n = max(1, len(alive) * self.cpu_slots)
                 self.options = {"num_cpus": 1, "scheduling_strategy": "SPREAD"}
+            trace(f"starting {n} judges")
             for _ in range(n):
                 self._spawn_locked()
 
@@ -209,6 +219,7 @@ class Judges:
 
         try:
             ray.get(actor.ready.remote())
+            trace("judge ready")
             self.idle.put(actor)
         except Exception:  # noqa: BLE001 - a judge that cannot start is one fewer judge
             with self.lock:
@@ -275,6 +286,7 @@ class Driver:
 
     def handle(self, req: dict):
         rid = req.get("id")
+        trace(f"request {rid} {req.get('op')}")
         try:
             op = req.get("op")
             args = req.get("args") or {}
@@ -282,7 +294,9 @@ class Driver:
                   "nodes": self.op_nodes}.get(op)
             if fn is None:
                 raise ValueError(f"unknown op {op!r}")
-            self.send({"id": rid, "ok": True, "result": fn(args)})
+            result = fn(args)
+            trace(f"answer {rid}")
+            self.send({"id": rid, "ok": True, "result": result})
         except Exception as exc:  # noqa: BLE001 - every failure is an answer
             self.send({"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}",
                        "traceback": traceback.format_exc()[-4000:]})
@@ -399,6 +413,7 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001
         return fail(f"cannot connect to the Ray cluster at {opts.address}: {type(exc).__name__}: {exc}")
     opts.device_resource = resolve_device_resource(opts.device_resource, ray.cluster_resources())
+    trace("connected")
     driver = Driver(opts, out)
     driver.send({"event": "ready", "pid": os.getpid(), "ray": ray.__version__,
                  "resources": ray.cluster_resources(), "nodes": len([n for n in ray.nodes() if n.get("Alive")])})
