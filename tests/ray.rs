@@ -333,6 +333,36 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         "the same keys and statuses locally as on the cluster"
     );
 
+    // A result is never filed under another machine's key: pretend the cached fingerprint of
+    // the cluster says TPU v6e. The keys then differ (nothing cached), every judge refuses, no
+    // result is kept and the stale fingerprint is dropped; the next build probes the cluster
+    // again and finds everything cached.
+    let fp_file = ray_cache.path().join("fingerprint-ray.json");
+    let mut stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fp_file).unwrap()).unwrap();
+    stored["fingerprint"]["device_kind"] = Value::from("TPU v6e");
+    std::fs::write(&fp_file, stored.to_string()).unwrap();
+    let one = [&args[..8], &["--json"]].concat();
+    let wrong = run(cluster.jb(&root, &one));
+    assert_ne!(wrong.code, 0, "{}", wrong.stdout);
+    assert!(
+        wrong.stdout.contains("environment differs"),
+        "{}",
+        wrong.stdout
+    );
+    assert!(
+        !fp_file.exists(),
+        "the stale cluster fingerprint is dropped"
+    );
+    let right = run(cluster.jb(&root, &one));
+    assert_eq!(right.code, 0, "{}", right.stderr);
+    assert_eq!(
+        right.json()["ran"],
+        0,
+        "nothing of the refused run was cached: {}",
+        right.stdout
+    );
+
     // 2. A command pipeline; the node running the slow device step is killed mid-step.
     let p = command_project();
     let local_attempts = marks.path().join("local-attempts");

@@ -180,6 +180,9 @@ class NoJudges(RuntimeError):
 class Judges:
     """The judge actors and a queue of idle ones."""
 
+    # How long a step waits for a judge while none is ready at all (all lost, none placeable).
+    NO_JUDGE_WAIT_S = 300.0
+
     def __init__(self, cls, device_resource: str, cpu_slots: int, env: dict, max_attempts: int):
         self.cls = cls
         self.device_resource = device_resource
@@ -188,7 +191,7 @@ class Judges:
         self.max_attempts = max_attempts
         self.lock = threading.Lock()
         self.idle = queue.Queue()
-        self.live = 0  # ready or starting
+        self.ready = 0  # judges that answered `ready` and are not lost or retired
         self.options = None
 
     def _ensure_started(self):
@@ -211,7 +214,6 @@ class Judges:
 
     def _spawn_locked(self):
         actor = self.cls.options(max_restarts=0, **self.options).remote(self.env)
-        self.live += 1
         threading.Thread(target=self._await_ready, args=(actor,), daemon=True).start()
 
     def _await_ready(self, actor):
@@ -219,30 +221,43 @@ class Judges:
 
         try:
             ray.get(actor.ready.remote())
-            trace("judge ready")
-            self.idle.put(actor)
         except Exception:  # noqa: BLE001 - a judge that cannot start is one fewer judge
-            with self.lock:
-                self.live -= 1
+            return
+        trace("judge ready")
+        with self.lock:
+            self.ready += 1
+        self.idle.put(actor)
 
     def _lost(self):
         """A judge died (usually with its node): ask for a replacement wherever Ray can place it."""
         with self.lock:
-            self.live -= 1
+            self.ready -= 1
             self._spawn_locked()
 
-    def count(self) -> int:
-        return self.live
+    def _take(self):
+        waited = 0.0
+        while True:
+            try:
+                return self.idle.get(timeout=5.0)
+            except queue.Empty:
+                with self.lock:
+                    none_ready = self.ready <= 0
+                waited = waited + 5.0 if none_ready else 0.0
+                if waited >= self.NO_JUDGE_WAIT_S:
+                    raise NoJudges(f"no judge on the cluster for {waited:.0f} s (no node with a free "
+                                   f"`{self.device_resource}` resource, or all judges were lost)") from None
 
     def call(self, submit):
-        """Run ``submit(actor) -> ObjectRef`` on an idle judge; another judge if this one dies."""
+        """Run ``submit(actor) -> ObjectRef`` on an idle judge; another judge if this one dies
+        or its node's environment differs from the keys' (``mismatch`` in the answer)."""
         import ray
         from ray.exceptions import RayActorError
 
         self._ensure_started()
         errors = []
+        result = None
         for attempt in range(1, self.max_attempts + 1):
-            actor = self.idle.get()
+            actor = self._take()
             try:
                 result = ray.get(submit(actor))
             except RayActorError as exc:
@@ -252,11 +267,20 @@ class Judges:
             except BaseException:
                 self.idle.put(actor)
                 raise
+            if isinstance(result, dict) and result.get("mismatch"):
+                # Back to the end of the queue (a stale cached fingerprint makes every judge
+                # disagree: then the step fails after a few tries, and no judge is lost).
+                errors.append(f"judge on node {result.get('node', {}).get('node_id')} has another environment")
+                self.idle.put(actor)
+                continue
             self.idle.put(actor)
             if isinstance(result, dict):
                 result["attempts"] = attempt
                 if errors:
                     result["retried_after"] = errors
+            return result
+        if isinstance(result, dict) and result.get("mismatch"):
+            result["attempts"] = self.max_attempts
             return result
         raise NoJudges(f"gave up after {self.max_attempts} attempts: " + "; ".join(errors))
 

@@ -233,6 +233,9 @@ impl RayDriver {
                     return Err(RayError::Remote(msg.to_string()));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
+                    if cancel.is_cancelled() {
+                        return Err(RayError::Cancelled); // the driver was stopped for Ctrl-C
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                     return Err(RayError::DriverDied(last_lines(&self.stderr_tail(), 5)));
                 }
