@@ -266,6 +266,12 @@ fn unreachable_cluster_exits_3_naming_the_address() {
         &["--pyenv", pyenv, "build", "--executor", "local"],
     ));
     assert_eq!(r.code, 0, "{}", r.stderr);
+    // Cache hits never touch the cluster: with everything cached, the unreachable one is fine.
+    let r = run(
+        jb_local(p.path(), &["--pyenv", pyenv, "build", "--json"]).env_remove("JB_RAY_ADDRESS")
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["ran"], 0, "{}", r.stdout);
 }
 
 #[test]
