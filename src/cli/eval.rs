@@ -300,12 +300,20 @@ pub fn evaluate_batch(
         keep_going: true,
         remeasure: s.remeasure,
         timeout: None,
-        exclusive_measurements: session.backend == "cpu",
-        devices: 1,
+        // On a Ray cluster the judges hold the devices (one step per device at a time).
+        exclusive_measurements: session.backend == "cpu" && session.ray.is_none(),
+        devices: if session.ray.is_some() {
+            u32::MAX / 2
+        } else {
+            1
+        },
         progress: s.progress,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let summary = engine.build(&session.set, &order, &opts)?;
+    if let Some(e) = session.cluster_failure() {
+        return Err(e.into());
+    }
     Ok(cands
         .iter()
         .zip(kinds)
