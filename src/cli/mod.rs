@@ -96,6 +96,10 @@ pub struct GlobalOpts {
     /// Python environment folder (default: `<cache-dir>/pyenv`).
     #[arg(long, global = true, env = "JB_PYENV", value_name = "DIR")]
     pub pyenv: Option<PathBuf>,
+    /// Run candidate code without the OS sandbox (bubblewrap). Unsafe with untrusted
+    /// candidates; every result made that way says `"trust": "unsandboxed"`.
+    #[arg(long, global = true)]
+    pub no_sandbox: bool,
 }
 
 #[derive(Debug, Subcommand)]

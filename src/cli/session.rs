@@ -7,7 +7,7 @@ use crate::cache::Cache;
 use crate::engine::{Engine, KeyContext};
 use crate::error::Result;
 use crate::exec::dispatch::{Dispatch, Handler};
-use crate::exec::python::{venv_python, PythonExecutor, WorkerSpec};
+use crate::exec::python::{venv_python, PythonExecutor, UntrustedPolicy, WorkerSpec};
 use crate::exec::Executor;
 use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
 use crate::project::Project;
@@ -21,6 +21,8 @@ pub struct Session {
     pub backend: String,
     pub fingerprint: BTreeMap<String, String>,
     pub worker_env: Vec<(String, String)>,
+    /// `--no-sandbox`: candidates run without the OS sandbox.
+    pub no_sandbox: bool,
 }
 
 /// Whether a command may start Python to learn the environment.
@@ -91,6 +93,17 @@ pub fn fingerprint(
     Ok(Some(fp))
 }
 
+/// Results of candidate code run without the sandbox must not stand in for sandboxed ones (or
+/// the reverse): such steps get their own keys.
+fn mark_unsandboxed(set: &mut PipelineSet) {
+    for s in set.steps.iter_mut().filter(|s| s.untrusted()) {
+        s.salt = Some(match s.salt.take() {
+            Some(salt) => format!("{salt}+unsandboxed"),
+            None => "unsandboxed".into(),
+        });
+    }
+}
+
 fn has_python_steps(pipelines: &[LoadedPipeline]) -> bool {
     pipelines
         .iter()
@@ -159,6 +172,9 @@ impl Session {
                 },
             )?;
         }
+        if global.no_sandbox {
+            mark_unsandboxed(&mut set);
+        }
         Ok(Session {
             project: Arc::new(project),
             set,
@@ -166,7 +182,28 @@ impl Session {
             backend,
             fingerprint: fp,
             worker_env: env,
+            no_sandbox: global.no_sandbox,
         })
+    }
+
+    /// How this session runs candidate code.
+    pub fn untrusted_policy(&self) -> UntrustedPolicy {
+        UntrustedPolicy {
+            no_sandbox: self.no_sandbox,
+            cache_dir: self.project.cache_dir.clone(),
+            pyenv: self.project.pyenv_dir.clone(),
+        }
+    }
+
+    /// How candidate code would run (probes the sandbox once).
+    pub fn sandbox_mode(&self) -> crate::exec::sandbox::SandboxMode {
+        crate::exec::sandbox::mode(
+            self.no_sandbox,
+            &self.project.root,
+            &self.project.python_dir,
+            &self.project.pyenv_dir,
+            &self.project.cache_dir,
+        )
     }
 
     pub fn cache(&self) -> Result<Arc<Cache>> {
@@ -186,8 +223,10 @@ impl Session {
     pub fn executor_with(&self, translate: Option<Handler>) -> Arc<dyn Executor> {
         let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
         Arc::new(Dispatch {
-            python: uses_python
-                .then(|| PythonExecutor::new(worker_spec(&self.project, &self.worker_env))),
+            python: uses_python.then(|| {
+                PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
+                    .with_untrusted(self.untrusted_policy())
+            }),
             translate,
         })
     }

@@ -8,6 +8,8 @@ pub mod command;
 pub mod dispatch;
 pub mod fake;
 pub mod python;
+pub mod route;
+pub mod sandbox;
 pub mod status;
 
 use std::collections::BTreeMap;
