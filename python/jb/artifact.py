@@ -393,10 +393,17 @@ def abstract_args(wl) -> tuple:
     return tuple(statics[i] if i in statics else next(dyn) for i in range(captured["n"]))
 
 
-def shapes(wl) -> list[Shape]:
-    """The scale's shapes then every declared variant's."""
+def shapes(wl, extra: list | tuple = ()) -> list[Shape]:
+    """The scale's shapes then every declared variant's, then those of ``extra`` overrides (the
+    ``variants`` a request names, e.g. held-out shapes given to verify) not declared already."""
     out = [Shape(None, wl, abstract_args(wl))]
-    for override in variant_overrides(wl):
+    overrides = variant_overrides(wl)
+    for override in extra or ():
+        if not isinstance(override, dict) or not override:
+            raise ValueError(f"a variant must be a non-empty object of CONFIG overrides, got {override!r}")
+        if override not in overrides:
+            overrides.append(dict(override))
+    for override in overrides:
         vwl = with_variant(wl, override)
         out.append(Shape(override, vwl, abstract_args(vwl)))
     return out

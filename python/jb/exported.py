@@ -1,7 +1,9 @@
 """Impl kind ``exported``: run programs serialized by the export stage, never the candidate's code.
 
-``{"kind": "exported", "path": DIR}``: DIR holds ``index.json`` and the ``.jaxexport`` files written
-by jb.ops.export (DIR may also be the export op's ``out_dir``, holding ``export/``). Every program is
+``{"kind": "exported", "path": DIR, "variants": [...]?}``: DIR holds ``index.json`` and the
+``.jaxexport`` files written by jb.ops.export (DIR may also be the export op's ``out_dir``, holding
+``export/``); ``variants`` (optional) are CONFIG overrides beyond the workload's declared ones that the
+export op was asked for too. Every program is
 deserialized and inspected (jb.artifact) against the signature the judge computes itself from the
 trusted workload at the same shapes; one failing inspection rejects the implementation (status
 ``rejected``, ``reasons`` naming what was found). Nothing in ``index.json`` is trusted but file
@@ -84,14 +86,18 @@ def _variant_key(variant) -> str:
     return json.dumps(variant, sort_keys=True)
 
 
-def load(path: str | os.PathLike, wl, backend: str) -> tuple[list[Program], dict]:
-    """Deserialize and inspect every program; raises ArtifactError with every reason found."""
+def load(path: str | os.PathLike, wl, backend: str, variants: list | tuple = ()) -> tuple[list[Program], dict]:
+    """Deserialize and inspect every program; raises ArtifactError with every reason found.
+
+    ``variants``: CONFIG overrides beyond the workload's declared ones that programs may be for
+    (from the impl spec, never from index.json).
+    """
     import jax
 
     folder = _index_dir(pathlib.Path(path))
     index = _read_index(folder)
     platform = artifact.export_platform(backend)
-    shapes = {_variant_key(s.variant): s for s in artifact.shapes(wl)}
+    shapes = {_variant_key(s.variant): s for s in artifact.shapes(wl, variants)}
     reasons: list[str] = []
     notes: list[str] = []
     programs: list[Program] = []
@@ -110,8 +116,8 @@ def load(path: str | os.PathLike, wl, backend: str) -> tuple[list[Program], dict
             continue
         variant = entry.get("variant")
         shape = shapes.get(_variant_key(variant))
-        if shape is None:
-            reasons.append(f"{where}: variant {variant!r} is not one of the workload's shapes")
+        if shape is None:  # never loaded, so never run: its shapes get "no exported program"
+            notes.append(f"{where} ignored: variant {variant!r} is not one of the workload's shapes")
             continue
         if _variant_key(variant) in seen:
             reasons.append(f"{where}: a second program for variant {variant!r}")

@@ -84,7 +84,7 @@ def resolve(spec: dict | None, wl: Workload, backend: str, interpret: bool) -> I
     if kind == "exported":
         if not path.is_dir():
             raise SpecError(f"impl path {str(path)!r} is not a directory")
-        return _exported(path, wl, backend)
+        return _exported(path, wl, backend, spec.get("variants") or ())
     if not path.is_file():
         raise SpecError(f"impl path {str(path)!r} is not a file")
     if kind == "candidate":
@@ -109,12 +109,12 @@ def _candidate(path: pathlib.Path) -> Impl:
     return Impl("candidate", name, fn=fn, module=module)
 
 
-def _exported(path: pathlib.Path, wl: Workload, backend: str) -> Impl:
+def _exported(path: pathlib.Path, wl: Workload, backend: str, variants) -> Impl:
     from jb import exported
 
     name = path.parent.name if path.name == "export" else path.name
     try:
-        programs, facts = exported.load(path, wl, backend)
+        programs, facts = exported.load(path, wl, backend, variants)
     except exported.ArtifactError as exc:
         return Impl("exported", name, status="rejected", error_class="artifact", error=str(exc)[-2000:], reasons=exc.reasons)
     return Impl("exported", name, fn=exported.dispatcher(programs, wl.static_argnums), facts=facts)

@@ -3,7 +3,8 @@
 This op is the only one that runs a candidate's Python when jb judges by artifact: it runs in a
 fresh worker inside the sandbox (``JB_SANDBOXED=1``), with ``out_dir`` a scratch directory outside
 the cache. For the scale's shapes and each of the workload's shape variants it exports
-``jax.jit(candidate.workload, static_argnums=STATIC_ARGNUMS)`` for the backend's platform at the
+``jax.jit(candidate.workload, static_argnums=STATIC_ARGNUMS)`` (plus ``args.variants``, CONFIG overrides
+as the verify op takes them) for the backend's platform at the
 workload's abstract input shapes (``jax.ShapeDtypeStruct``; static arguments fixed), and writes
 ``out_dir/export/index.json`` plus one ``program-<i>.jaxexport`` per shape. Nothing it writes is
 trusted: the judge (impl kind ``exported``, jb.exported) re-derives every signature from the
@@ -99,7 +100,7 @@ def run(args: dict) -> dict:
     dest = out / "export"
     dest.mkdir(parents=True, exist_ok=True)
     platform = artifact.export_platform(req.backend)
-    shapes = artifact.shapes(wl)  # trusted: before the candidate is imported
+    shapes = artifact.shapes(wl, args.get("variants") or ())  # before the candidate is imported
     result = {
         "status": None, "reasons": [], "error_class": None, "error": None, "programs": [], "failed": [],
         "has_pallas_call": None, "interpret_mode": None, "platform": platform, "scale": req.scale,
