@@ -493,3 +493,40 @@ fn doctor_reports_the_sandbox() {
     let v = r.json();
     assert_eq!(v["sandbox"]["ok"], false, "{}", v["sandbox"]);
 }
+
+/// A candidate that finds the worker's protocol writer and answers for it (then exits, or lets
+/// the worker answer too).
+fn forging_candidate(exit_after: bool) -> String {
+    format!(
+        r#"
+import gc, os, sys
+worker = next(o for o in gc.get_objects() if type(o).__name__ == "Worker" and hasattr(o, "ops"))
+frame, rid = sys._getframe(), None
+while frame is not None:
+    if frame.f_code.co_name == "handle" and "rid" in frame.f_locals:
+        rid = frame.f_locals["rid"]
+    frame = frame.f_back
+worker.send({{"id": rid, "ok": True, "result": {{"status": "ok", "has_pallas_call": True, "compile_ms": 0.001}}}})
+if {exit_after}:
+    os._exit(0)
+
+def workload(x, w):
+    return x * w
+"#,
+        exit_after = if exit_after { "True" } else { "False" }
+    )
+}
+
+#[test]
+fn forged_worker_answers_are_rejected() {
+    for exit_after in [true, false] {
+        let p = Proj::new(&forging_candidate(exit_after));
+        let r = p.jb(&["--json", "build", "attack"]);
+        let summary = r.json();
+        let compile = step(&summary, "attack/compile");
+        assert_eq!(compile["status"], "rejected", "{compile}\n{}", r.stderr);
+        let why = compile["result"]["reasons"][0].as_str().unwrap();
+        assert!(why.starts_with("forged worker answer"), "{why}");
+        assert_eq!(compile["result"]["claimed"]["compile_ms"], 0.001);
+    }
+}

@@ -185,6 +185,10 @@ fn trust_of(export: Option<&StepReport>, judged: &[Option<&StepReport>]) -> Valu
         .chain(export_trust)
         .collect();
     match weakest(all.iter().map(String::as_str)) {
+        // Nothing was judged (the export stage failed): its own trust is all there is.
+        Some(_) if judged.iter().flatten().all(|r| t(r).is_none()) => {
+            export.and_then(t).map(Value::String).unwrap_or(Value::Null)
+        }
         Some(t) => json!(t.as_str()),
         None => Value::Null,
     }

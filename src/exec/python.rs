@@ -229,6 +229,39 @@ impl Worker {
             v.get("id").and_then(Value::as_u64) == Some(id)
         })
     }
+
+    /// After the one answer of a fresh worker: ask it to shut down and require that answer as
+    /// the very next protocol line. Candidate code shares the worker's process, so it can write
+    /// a forged answer on the protocol pipe; it is then caught when it exits before the worker
+    /// could answer, or when the worker's own answer follows the forged one.
+    pub fn epilogue(&mut self, cancel: &CancelFlag) -> Result<(), String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"id": id, "op": "shutdown", "args": {}}).to_string();
+        if writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .is_err()
+        {
+            return Err("the worker was gone right after its answer".into());
+        }
+        let next = self.read_message(Duration::from_secs(60), None, cancel, |v| {
+            v.get("id").is_some()
+        });
+        match next {
+            Ok(v) if v.get("id").and_then(Value::as_u64) == Some(id) => Ok(()),
+            Ok(v) => Err(format!(
+                "a second answer to request {} came after the first",
+                v.get("id").cloned().unwrap_or(Value::Null)
+            )),
+            Err(WorkerFailure::Cancelled) => Ok(()),
+            Err(WorkerFailure::Died(s)) => Err(format!(
+                "the worker exited ({s}) right after its answer, before it could shut down"
+            )),
+            Err(f) => Err(format!(
+                "the worker did not shut down after its answer ({f:?})"
+            )),
+        }
+    }
 }
 
 impl Drop for Worker {
@@ -399,6 +432,26 @@ impl PythonExecutor {
         };
         let pid = w.pid();
         let answer = w.request(op, args, timeout, memory_mb, cancel);
+        let forged = match (&answer, fresh) {
+            (Ok(_), true) => w.epilogue(cancel).err(),
+            _ => None,
+        };
+        if let Some(why) = forged {
+            let tail = w.stderr_tail();
+            w.kill();
+            self.forget(w);
+            let mut o = StepOutput::new(
+                "rejected",
+                json!({"reasons": [format!("forged worker answer: {why}")], "stderr_tail": tail}),
+            );
+            if let (Value::Object(m), Ok(v)) = (&mut o.result, &answer) {
+                m.insert(
+                    "claimed".into(),
+                    v.get("result").cloned().unwrap_or(Value::Null),
+                );
+            }
+            return o;
+        }
         match answer {
             Ok(v) => {
                 // An untrusted candidate's own output (warnings, prints, tracebacks on stderr)
@@ -523,7 +576,14 @@ impl PythonExecutor {
                         )
                     }
                 };
-                args.insert("impl".into(), json!({"kind": "exported", "path": export}));
+                // The rest of the spec (e.g. held-out `variants`) stays as the step gave it.
+                let mut imp = match args.get("impl") {
+                    Some(Value::Object(m)) => m.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                imp.insert("kind".into(), json!("exported"));
+                imp.insert("path".into(), json!(export));
+                args.insert("impl".into(), Value::Object(imp));
                 let mut o = self.call_on(
                     op,
                     Value::Object(args),
@@ -577,6 +637,22 @@ impl PythonExecutor {
         // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
         // `trace/`) are kept, named by their path relative to out_dir. Links are not followed.
         out.files.extend(regular_files(&req.out_dir));
+        let index = format!("{}/index.json", route::EXPORT_DIR);
+        if req.step.kind == StepKind::Export
+            && out.status == "ok"
+            && !out.files.contains_key(&index)
+        {
+            // The untrusted stage's word is not a program: an `ok` without one is a forgery.
+            let mut o = StepOutput::new(
+                "rejected",
+                json!({"reasons": [format!("the export stage answered ok but wrote no {index}")]}),
+            );
+            if let (Value::Object(m), Some(t)) = (&mut o.result, trust) {
+                m.insert("trust".into(), json!(t.as_str()));
+                m.insert("claimed".into(), out.result.clone());
+            }
+            return o;
+        }
         out
     }
 
