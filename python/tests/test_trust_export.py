@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -291,3 +292,17 @@ def test_requested_variants_are_exported_and_judged(tmp_path):
         assert impl.ok and any("not one of the workload's shapes" in n for n in impl.facts["notes"]), impl
         with pytest.raises(common.CandidateFailure):
             impl.fn(jnp.zeros((2, 16, 384), jnp.bfloat16), jnp.zeros((384,), jnp.bfloat16))
+
+
+def test_judge_cache_follows_file_content(rmsnorm_export, tmp_path):
+    """A pooled judge reuses inspected programs only while every file is byte-identical."""
+    _, folder = rmsnorm_export
+    copy_dir = tmp_path / "export"
+    shutil.copytree(folder, copy_dir)
+    wl = load_workload(RMSNORM, "tiny")
+    first = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    again = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    assert first.ok and again.fn is first.fn
+    (copy_dir / "program-0.jaxexport").write_bytes(b"swapped after inspection")
+    swapped = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    assert swapped.status == "rejected" and any("cannot be deserialized" in r for r in swapped.reasons), swapped
