@@ -228,7 +228,7 @@ def test_host_callback_in_artifact_is_rejected(tmp_path):
     assert any("callback" in r for r in verdict["reasons"])
 
 
-def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
+def test_unknown_custom_call_outfeed_and_external_function_are_rejected(tmp_path):
     from jax._src.lib.mlir import ir
 
     wl = load_workload(RMSNORM, "tiny")
@@ -237,8 +237,12 @@ def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
     # Splice an unknown custom call into the body of main, as a hand-made artifact could.
     marker = "    return "
     at = text.index(marker)
-    text = text[:at] + '    %jb_cc = stablehlo.custom_call @my_native_kernel(%arg0) : (tensor<2x16x256xbf16>) -> tensor<2x16x256xbf16>\n' + text[at:]
-    scan = None
+    text = text[:at] + (
+        '    %jb_cc = stablehlo.custom_call @my_native_kernel(%arg0) : (tensor<2x16x256xbf16>) -> tensor<2x16x256xbf16>\n'
+        '    %jb_tok = stablehlo.create_token : !stablehlo.token\n'
+        '    %jb_out = "stablehlo.outfeed"(%arg0, %jb_tok) {outfeed_config = ""} : (tensor<2x16x256xbf16>, !stablehlo.token) -> !stablehlo.token\n'
+    ) + text[at:]
+    text = text.replace("  func.func public @main", "  func.func private @jb_external(tensor<2xf32>) -> tensor<2xf32>\n  func.func public @main", 1)
     from jax._src.interpreters import mlir as jmlir
 
     with jmlir.make_ir_context():
@@ -249,7 +253,9 @@ def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
             return str(module)
 
     scan = artifact.scan_module(Fake(), "cpu")
-    assert any("my_native_kernel" in r for r in scan.reasons), scan.reasons
+    assert any("outside the cpu allow-list: my_native_kernel" in r for r in scan.reasons), scan.reasons
+    assert any("host transfers" in r and "outfeed" in r for r in scan.reasons), scan.reasons
+    assert any("without a body" in r and "jb_external" in r for r in scan.reasons), scan.reasons
 
 
 def test_constant_rules():
