@@ -32,6 +32,7 @@ from jb import artifact
 MAX_PROGRAM_BYTES = 256 * 1024 * 1024
 MAX_INDEX_BYTES = 4 * 1024 * 1024
 CACHE_ENTRIES = 8
+MAX_PROGRAMS = 64
 
 
 @dataclasses.dataclass
@@ -72,6 +73,8 @@ def _read_index(folder: pathlib.Path) -> dict:
         raise ArtifactError([f"index.json is not valid JSON: {exc}"]) from exc
     if not isinstance(index, dict) or not isinstance(index.get("programs"), list):
         raise ArtifactError(["index.json has no 'programs' list"])
+    if len(index["programs"]) > MAX_PROGRAMS:
+        raise ArtifactError([f"index.json lists {len(index['programs'])} programs (at most {MAX_PROGRAMS})"])
     return index
 
 
