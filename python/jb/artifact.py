@@ -6,8 +6,9 @@ fair to run. :func:`inspect` walks the module with JAX's MLIR bindings (every op
 region, so names hidden in strings or attributes do not matter) and reports, as human-readable
 reasons:
 
-* the signature differs from the trusted workload's (input/output pytree structure, shapes,
-  dtypes; computed by the judge with ``jax.eval_shape`` of the workload at the same shapes);
+* the inputs differ from the trusted workload's (pytree structure, shapes, dtypes; computed by the
+  judge with ``jax.eval_shape`` of the workload at the same shapes). Outputs that differ are only
+  noted: the comparison with the reference makes such a program ``incorrect``;
 * the platforms do not include the backend; more than one device; shape polymorphism;
 * effects (ordered or unordered): JAX records host callbacks and other side effects there;
 * host transfers: ``infeed``/``outfeed``/``send``/``recv`` operations;
@@ -277,18 +278,22 @@ def constant_reasons(constants: list[dict], expected: Signature) -> tuple[list[s
     return notes, rejects
 
 
-def signature_reasons(exported, expected: Signature) -> list[str]:
-    reasons = []
+def signature_reasons(exported, expected: Signature) -> tuple[list[str], list[str]]:
+    """(rejections, notes). Inputs must be the workload's exactly: the export stage was given them,
+    a difference means a forged artifact. Outputs that differ are what an honest but wrong kernel
+    produces: noted here, and the comparison with the reference makes the result ``incorrect`` (as
+    for a candidate judged in-process)."""
+    reasons, notes = [], []
     got_in, got_out = avals_of(exported.in_avals), avals_of(exported.out_avals)
     if exported.in_tree != expected.in_tree:
         reasons.append(f"input structure {exported.in_tree} differs from the workload's {expected.in_tree}")
     if got_in != expected.in_avals:
         reasons.append(f"inputs {describe_avals(got_in)} differ from the workload's {describe_avals(expected.in_avals)}")
     if exported.out_tree != expected.out_tree:
-        reasons.append(f"output structure {exported.out_tree} differs from the workload's {expected.out_tree}")
+        notes.append(f"output structure {exported.out_tree} differs from the workload's {expected.out_tree}")
     if got_out != expected.out_avals:
-        reasons.append(f"outputs {describe_avals(got_out)} differ from the workload's {describe_avals(expected.out_avals)}")
-    return reasons
+        notes.append(f"outputs {describe_avals(got_out)} differ from the workload's {describe_avals(expected.out_avals)}")
+    return reasons, notes
 
 
 def header_reasons(exported, platform: str) -> list[str]:
@@ -308,10 +313,10 @@ def header_reasons(exported, platform: str) -> list[str]:
 def inspect(exported, expected: Signature, platform: str) -> tuple[Inspection, list[str]]:
     """(module scan, notes); ``scan.reasons`` gets every header, signature and constant rejection."""
     scan = scan_module(exported, platform)
-    reasons = header_reasons(exported, platform) + signature_reasons(exported, expected)
+    sig_rejects, sig_notes = signature_reasons(exported, expected)
     notes, const_rejects = constant_reasons(scan.constants, expected)
-    scan.reasons = reasons + scan.reasons + const_rejects
-    return scan, notes
+    scan.reasons = header_reasons(exported, platform) + sig_rejects + scan.reasons + const_rejects
+    return scan, sig_notes + notes
 
 
 # ----------------------------------------------------------------------------------------------

@@ -114,10 +114,10 @@ def _exported(path: pathlib.Path, wl: Workload, backend: str, variants) -> Impl:
 
     name = path.parent.name if path.name == "export" else path.name
     try:
-        programs, facts = exported.load(path, wl, backend, variants)
+        fn, facts = exported.resolve_cached(path, wl, backend, variants)
     except exported.ArtifactError as exc:
         return Impl("exported", name, status="rejected", error_class="artifact", error=str(exc)[-2000:], reasons=exc.reasons)
-    return Impl("exported", name, fn=exported.dispatcher(programs, wl.static_argnums), facts=facts)
+    return Impl("exported", name, fn=fn, facts=facts)
 
 
 def _baseline(path: pathlib.Path, config: dict, wl: Workload, backend: str, interpret: bool) -> Impl:

@@ -160,3 +160,33 @@ def test_secrets_attack_sees_what_the_export_stage_is_given(tmp_path):
     assert "OPENAI_API_KEY" in stderr  # unsandboxed, the planted secret is visible: what the sandbox must stop
     verdict = judge("verify", RMSNORM, tmp_path / "export")
     assert verdict["status"] == "correct", verdict
+
+
+EXISTING = [p for p in sorted(ADVERSARIAL.glob("*.py"))
+            if not p.stem.startswith("trust_") and headers(p).get("expect") not in ("crashed", "timeout", None)]
+VARIANTS = {"hardcoded_shape": [{"emb_dim": 384}]}
+
+
+@pytest.mark.parametrize("path", EXISTING, ids=lambda p: p.stem)
+def test_existing_adversarial_files_keep_their_status_through_export_and_judge(path, tmp_path):
+    """The in-process attacks of examples/adversarial get the status their header expects when jb
+    judges the exported program (or, not exportable, runs them sandboxed)."""
+    h = headers(path)
+    workload = ADVERSARIAL.parents[1] / "workloads" / h["target"]
+    variants = VARIANTS.get(path.stem)
+    extra = {"variants": variants} if variants else {}
+    args = {"workload": str(workload), "scale": "tiny", "impl": {"kind": "candidate", "path": str(path)},
+            "out_dir": str(tmp_path), **extra}
+    answers, stderr, _ = worker_requests([{"op": "export", "args": args}])
+    exported = answers[0]["result"]
+    if exported["status"] == "not_exportable":
+        verify_args = {**args, "trials": [{"seed": 1, "dist": "normal"}, {"seed": 2, "dist": "uniform"}]}
+        verify_args.pop("out_dir")
+        answers, _, _ = worker_requests([{"op": "verify", "args": verify_args}], env={"JB_SANDBOXED": "1"})
+        status = answers[0]["result"]["status"]
+    elif exported["status"] != "ok":
+        status = exported["status"]
+    else:
+        spec = {"kind": "exported", "path": str(tmp_path / "export"), **extra}
+        status = judge("verify", workload, tmp_path / "export", impl=spec, **extra)["status"]
+    assert status == h["expect"], (path.name, exported.get("reasons"), exported.get("error"), stderr[-1000:])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 
 import jax
 import jax.numpy as jnp
@@ -172,10 +173,13 @@ def test_wrong_input_dtype_is_rejected(tmp_path):
     judge_rejects(tmp_path, "differ from the workload's")
 
 
-def test_wrong_output_structure_is_rejected(tmp_path):
+def test_wrong_output_structure_is_incorrect_not_rejected(tmp_path):
+    """An honest but wrong kernel (extra output) is judged like in-process: incorrect, with a note."""
     wl = load_workload(RMSNORM, "tiny")
     write_program(tmp_path, lambda x, s: (wl.fn(x, s), x), rms_args())
-    judge_rejects(tmp_path, "output structure")
+    verdict = judge("verify", RMSNORM, tmp_path)
+    assert verdict["status"] == "incorrect", verdict
+    assert any("output structure" in n for n in verdict["notes"]), verdict["notes"]
 
 
 def test_missing_and_escaping_program_files_are_rejected(tmp_path):
@@ -227,7 +231,7 @@ def test_host_callback_in_artifact_is_rejected(tmp_path):
     assert any("callback" in r for r in verdict["reasons"])
 
 
-def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
+def test_unknown_custom_call_outfeed_and_external_function_are_rejected(tmp_path):
     from jax._src.lib.mlir import ir
 
     wl = load_workload(RMSNORM, "tiny")
@@ -236,8 +240,12 @@ def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
     # Splice an unknown custom call into the body of main, as a hand-made artifact could.
     marker = "    return "
     at = text.index(marker)
-    text = text[:at] + '    %jb_cc = stablehlo.custom_call @my_native_kernel(%arg0) : (tensor<2x16x256xbf16>) -> tensor<2x16x256xbf16>\n' + text[at:]
-    scan = None
+    text = text[:at] + (
+        '    %jb_cc = stablehlo.custom_call @my_native_kernel(%arg0) : (tensor<2x16x256xbf16>) -> tensor<2x16x256xbf16>\n'
+        '    %jb_tok = stablehlo.create_token : !stablehlo.token\n'
+        '    %jb_out = "stablehlo.outfeed"(%arg0, %jb_tok) {outfeed_config = ""} : (tensor<2x16x256xbf16>, !stablehlo.token) -> !stablehlo.token\n'
+    ) + text[at:]
+    text = text.replace("  func.func public @main", "  func.func private @jb_external(tensor<2xf32>) -> tensor<2xf32>\n  func.func public @main", 1)
     from jax._src.interpreters import mlir as jmlir
 
     with jmlir.make_ir_context():
@@ -248,7 +256,9 @@ def test_unknown_custom_call_in_artifact_is_rejected(tmp_path):
             return str(module)
 
     scan = artifact.scan_module(Fake(), "cpu")
-    assert any("my_native_kernel" in r for r in scan.reasons), scan.reasons
+    assert any("outside the cpu allow-list: my_native_kernel" in r for r in scan.reasons), scan.reasons
+    assert any("host transfers" in r and "outfeed" in r for r in scan.reasons), scan.reasons
+    assert any("without a body" in r and "jb_external" in r for r in scan.reasons), scan.reasons
 
 
 def test_constant_rules():
@@ -291,3 +301,17 @@ def test_requested_variants_are_exported_and_judged(tmp_path):
         assert impl.ok and any("not one of the workload's shapes" in n for n in impl.facts["notes"]), impl
         with pytest.raises(common.CandidateFailure):
             impl.fn(jnp.zeros((2, 16, 384), jnp.bfloat16), jnp.zeros((384,), jnp.bfloat16))
+
+
+def test_judge_cache_follows_file_content(rmsnorm_export, tmp_path):
+    """A pooled judge reuses inspected programs only while every file is byte-identical."""
+    _, folder = rmsnorm_export
+    copy_dir = tmp_path / "export"
+    shutil.copytree(folder, copy_dir)
+    wl = load_workload(RMSNORM, "tiny")
+    first = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    again = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    assert first.ok and again.fn is first.fn
+    (copy_dir / "program-0.jaxexport").write_bytes(b"swapped after inspection")
+    swapped = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
+    assert swapped.status == "rejected" and any("cannot be deserialized" in r for r in swapped.reasons), swapped

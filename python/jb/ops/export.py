@@ -126,8 +126,9 @@ def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict) -
         return
     programs, failed, claims, modes = [], [], [], set()
     for i, shape in enumerate(shapes):
+        fn = shape.wl.fn if impl.kind == "xla" else impl.fn  # the reference reads its variant's CONFIG
         try:
-            exported, report, mode = _export_one(impl.fn, shape, req, platform)
+            exported, report, mode = _export_one(fn, shape, req, platform)
         except NotExportable as exc:
             result.update(status="not_exportable", error_class="export", error=str(exc))
             result["reasons"].append(f"cannot be exported{_where(shape)}: {str(exc)[:300]}")
