@@ -8,6 +8,8 @@ candidate ran. It reports, as human-readable reasons:
   stage classes, every public numpy function, statistics/json/hashlib helpers, the builtins the
   harness uses, and every function and class of the ``jb`` package itself (names added to a ``jb``
   module or to a guarded class are reported too, because they can shadow a builtin);
+* the code of those functions (and of the methods of ``jb``'s classes) swapped in place:
+  ``__code__``, ``__defaults__``, ``__kwdefaults__`` (an identity check does not see it);
 * ``sys.modules`` entries of those modules replaced;
 * a trace or profile hook installed (``sys.settrace``/``sys.setprofile``/``threading`` hooks);
 * signal handlers changed, jax config flags that change what is measured (``jax_disable_jit``,
@@ -151,6 +153,36 @@ def _children() -> set[int]:
         return set()
 
 
+def _code_of(obj) -> tuple | None:
+    fn = getattr(obj, "__func__", obj)  # bound/class/static methods: the function underneath
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    return (code, getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None))
+
+
+def _same_code(a: tuple | None, b: tuple) -> bool:
+    return a is not None and all(x is y for x, y in zip(a, b))
+
+
+def _codes(functions: dict[str, Any]) -> dict[str, tuple]:
+    """The code objects of every guarded Python function and of the methods of jb's classes."""
+    out = {}
+    for key, obj in functions.items():
+        code = _code_of(obj)
+        if code is not None:
+            out[key] = (obj, code)
+        if isinstance(obj, type) and obj.__module__.split(".")[0] == "jb":
+            for name, member in vars(obj).items():
+                member = getattr(member, "__func__", member)
+                if isinstance(member, property):
+                    member = member.fget
+                code = _code_of(member)
+                if code is not None:
+                    out[f"{key}.{name}"] = (member, code)
+    return out
+
+
 @dataclasses.dataclass
 class Snapshot:
     functions: dict[str, Any]
@@ -162,6 +194,7 @@ class Snapshot:
     trace_hooks: tuple
     signals: dict[int, Any]
     config: dict[str, Any]
+    codes: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
 
 def capture() -> Snapshot:
@@ -184,6 +217,7 @@ def capture() -> Snapshot:
         trace_hooks=hooks,
         signals={s: signal.getsignal(s) for s in _SIGNALS},
         config=_config_values(),
+        codes=_codes(functions),
     )
 
 
@@ -225,6 +259,10 @@ def tampering(snapshot: Snapshot) -> list[str]:
     if changed:
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
         reasons.append(f"harness functions replaced: {shown}")
+    swapped = sorted(key for key, (fn, code) in snapshot.codes.items() if not _same_code(_code_of(fn), code))
+    if swapped:
+        shown = ", ".join(swapped[:8]) + (f" and {len(swapped) - 8} more" if len(swapped) > 8 else "")
+        reasons.append(f"code of harness functions swapped (__code__/__defaults__): {shown}")
     for name, module in snapshot.modules.items():
         if module is not None and sys.modules.get(name) is not module:
             reasons.append(f"sys.modules[{name!r}] replaced")
@@ -288,6 +326,14 @@ def restore(snapshot: Snapshot) -> None:
     for name, module in snapshot.modules.items():
         if module is not None:
             sys.modules[name] = module
+    for fn, (code, defaults, kwdefaults) in snapshot.codes.values():
+        target = getattr(fn, "__func__", fn)
+        try:
+            if target.__code__ is not code:
+                target.__code__ = code
+            target.__defaults__, target.__kwdefaults__ = defaults, kwdefaults
+        except (AttributeError, TypeError, ValueError):
+            pass
     sys.settrace(snapshot.trace_hooks[0])
     sys.setprofile(snapshot.trace_hooks[1])
     threading.settrace(snapshot.trace_hooks[2])  # type: ignore[arg-type]

@@ -1,10 +1,18 @@
-"""Resolve an implementation spec ({xla | candidate | baseline}) to a callable.
+"""Resolve an implementation spec ({xla | candidate | baseline | exported}) to a callable.
 
 ``{"kind": "xla"}``: the workload's own ``workload`` function (the reference, compiled by XLA).
 ``{"kind": "candidate", "path": P}``: ``P`` imported as a fresh module; its ``workload``.
 ``{"kind": "baseline", "path": "tokamax_baselines/<wl>/baseline.py", "config": {...}}``: the adapter's
 ``unsupported(backend)`` -> status ``unsupported``, ``invalid(config, wl.config)`` -> ``invalid``,
 else ``make(config, wl.config, interpret)``; ``config`` is merged over the adapter's ``DEFAULTS``.
+``{"kind": "exported", "path": DIR}``: the programs the export stage serialized into DIR, inspected
+and dispatched on input shapes by jb.exported; the candidate's code is never imported. A program
+that fails inspection makes the Impl ``rejected`` with ``reasons``.
+
+``trust`` says how far a result made with the Impl can be believed: ``trusted`` (xla, baseline: jb's
+own code), ``artifact`` (exported: judged on an inspected program), ``sandboxed`` (candidate code
+in this process, inside jb's sandbox: ``JB_SANDBOXED=1``), ``unsandboxed`` (candidate code in this
+process without a sandbox).
 
 A failure that is the implementation's fault is returned as an ``Impl`` with ``status`` set
 (``compile_error`` with ``error_class`` ``import``/``signature``/``baseline``); only harness bugs raise.
@@ -13,13 +21,14 @@ A failure that is the implementation's fault is returned as an ``Impl`` with ``s
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 import traceback
 from typing import Any, Callable
 
 from jb.workload import Workload, load_module
 
-KINDS = ("xla", "candidate", "baseline")
+KINDS = ("xla", "candidate", "baseline", "exported")
 
 
 @dataclasses.dataclass
@@ -32,6 +41,12 @@ class Impl:
     error: str | None = None
     config: dict | None = None
     module: Any = None
+    reasons: list = dataclasses.field(default_factory=list)  # why it is rejected (exported)
+    facts: dict | None = None  # what the artifact shows (exported; see jb.exported._facts)
+
+    @property
+    def trust(self) -> str:
+        return trust_level(self.kind)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +55,14 @@ class Impl:
 
 class SpecError(ValueError):
     """A malformed impl spec: the caller's (harness) error, reported as ok:false."""
+
+
+def trust_level(kind: str) -> str:
+    if kind == "exported":
+        return "artifact"
+    if kind == "candidate":
+        return "sandboxed" if os.environ.get("JB_SANDBOXED") == "1" else "unsandboxed"
+    return "trusted"
 
 
 def error_tail(exc: BaseException, limit: int = 2000) -> str:
@@ -58,6 +81,10 @@ def resolve(spec: dict | None, wl: Workload, backend: str, interpret: bool) -> I
     if not path:
         raise SpecError(f"impl kind {kind!r} needs a 'path'")
     path = pathlib.Path(path)
+    if kind == "exported":
+        if not path.is_dir():
+            raise SpecError(f"impl path {str(path)!r} is not a directory")
+        return _exported(path, wl, backend, spec.get("variants") or ())
     if not path.is_file():
         raise SpecError(f"impl path {str(path)!r} is not a file")
     if kind == "candidate":
@@ -80,6 +107,17 @@ def _candidate(path: pathlib.Path) -> Impl:
             error=f"{path.name} defines no callable `workload(*inputs)`", module=module,
         )
     return Impl("candidate", name, fn=fn, module=module)
+
+
+def _exported(path: pathlib.Path, wl: Workload, backend: str, variants) -> Impl:
+    from jb import exported
+
+    name = path.parent.name if path.name == "export" else path.name
+    try:
+        fn, facts = exported.resolve_cached(path, wl, backend, variants)
+    except exported.ArtifactError as exc:
+        return Impl("exported", name, status="rejected", error_class="artifact", error=str(exc)[-2000:], reasons=exc.reasons)
+    return Impl("exported", name, fn=fn, facts=facts)
 
 
 def _baseline(path: pathlib.Path, config: dict, wl: Workload, backend: str, interpret: bool) -> Impl:

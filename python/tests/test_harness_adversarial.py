@@ -50,7 +50,9 @@ def headers(path: pathlib.Path) -> dict:
     return {k: v.strip() for k, v in out.items()}
 
 
-FILES = sorted(ADVERSARIAL.glob("*.py"))
+# trust_*.py attack the process that judges them (forged answers, exits, daemons): they are run
+# through export + judge by test_trust_attacks.py, never imported into this test process.
+FILES = sorted(p for p in ADVERSARIAL.glob("*.py") if not p.stem.startswith("trust_"))
 
 
 def test_every_file_has_headers():

@@ -354,6 +354,8 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
 
     // The environment: backend, scale and device come from the session.
     let session = Session::open(global, Python::IfNeeded)?;
+    // Refuse before any request is sent when candidates could not be run safely.
+    super::eval::require_sandbox(&session)?;
     let device = target
         .unwrap_or_else(|| hardware::from_fingerprint(&session.fingerprint, &session.backend));
     let worker_hash = session.key_context().worker_hash;

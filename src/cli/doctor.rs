@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::error::exit;
 use crate::exec::python::PythonExecutor;
+use crate::exec::sandbox::Sandbox;
 use crate::exec::CancelFlag;
 
 use super::session::{self, worker_spec};
@@ -28,6 +29,7 @@ pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
         &CancelFlag::default(),
     );
     py.close();
+    let sandbox = sandbox_report(&project);
     if !peak.infra {
         let _ = std::fs::write(
             project.cache_dir.join("peak.json"),
@@ -44,13 +46,24 @@ pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"fingerprint": fp, "peak": peak.result, "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir})
+                &json!({"fingerprint": fp, "peak": peak.result, "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir, "sandbox": sandbox})
             )?
         );
     } else {
         println!("project     {}", project.root.display());
         println!("cache       {}", project.cache_dir.display());
         println!("pyenv       {}", project.pyenv_dir.display());
+        match sandbox["ok"].as_bool() {
+            Some(true) => println!(
+                "sandbox     ok: {} (start-up {:.1} ms)",
+                sandbox["bwrap"].as_str().unwrap_or("bwrap"),
+                sandbox["startup_ms"].as_f64().unwrap_or(0.0)
+            ),
+            _ => println!(
+                "sandbox     UNAVAILABLE: {}; jb refuses to run candidate code unless --no-sandbox is given",
+                sandbox["error"].as_str().unwrap_or("?")
+            ),
+        }
         for (k, v) in &fp {
             println!("{k:11} {v}");
         }
@@ -63,4 +76,18 @@ pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
         }
     }
     Ok(if peak.infra { exit::INTERNAL } else { exit::OK })
+}
+
+/// Whether the OS sandbox starts here (a trivial command inside it), and how fast.
+fn sandbox_report(project: &crate::project::Project) -> Value {
+    let sb = Sandbox::new(
+        &project.root,
+        &project.python_dir,
+        &project.pyenv_dir,
+        &project.cache_dir,
+    );
+    match sb.and_then(|sb| sb.probe().map(|t| (sb, t))) {
+        Ok((sb, t)) => json!({"ok": true, "bwrap": sb.bwrap, "startup_ms": t.as_secs_f64() * 1e3}),
+        Err(e) => json!({"ok": false, "error": e.to_string()}),
+    }
 }

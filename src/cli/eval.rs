@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 
 use crate::engine::{closure_in_order, progress, BuildOptions, StepReport};
 use crate::error::{exit, JbError};
+use crate::exec::route::weakest;
+use crate::exec::sandbox::{refusal, SandboxMode, Trust};
+use crate::exec::status::is_failure;
 use crate::pipeline::{parse_pipeline, space::load_space};
 use crate::project::{absolute, Project};
 
@@ -104,18 +107,28 @@ fn generated(
         }
         json!({"kind": kind, "foreach": [{"values": {"workload": [workload]}}], "needs": needs, "params": params, "timeout": s.timeout, "memory_mb": s.memory_mb})
     };
-    steps.insert("compile".into(), common("compile", vec![], json!({})));
+    // The candidate's code runs only in `export` (a fresh sandboxed worker); the steps after it
+    // judge the exported program (or, where it cannot be exported, run it in the sandbox).
+    steps.insert("export".into(), common("export", vec![], json!({})));
+    steps.insert(
+        "compile".into(),
+        common("compile", vec!["export"], json!({})),
+    );
     steps.insert(
         "verify".into(),
         common(
             "verify",
-            vec!["compile"],
+            vec!["export", "compile"],
             json!({"allow_pure_jax": s.allow_pure_jax}),
         ),
     );
     steps.insert(
         "profile".into(),
-        common("profile", vec!["verify", "baseline/compile"], json!({})),
+        common(
+            "profile",
+            vec!["export", "verify", "baseline/compile"],
+            json!({}),
+        ),
     );
     if let Some(cfg) = handtuned {
         let imp = json!({"kind": "baseline", "path": format!("tokamax_baselines/{workload}/baseline.py"), "config": cfg});
@@ -149,6 +162,46 @@ fn timing(r: Option<&StepReport>) -> Value {
     }
 }
 
+/// How far the candidate's numbers can be trusted: the weakest `trust` of its steps (the
+/// sandboxed export step only weakens it when it ran unsandboxed).
+fn trust_of(export: Option<&StepReport>, judged: &[Option<&StepReport>]) -> Value {
+    let t = |r: &StepReport| {
+        r.result
+            .get("trust")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let export_trust = export.and_then(t).map(|e| {
+        if e == Trust::Unsandboxed.as_str() {
+            e
+        } else {
+            Trust::Artifact.as_str().to_string()
+        }
+    });
+    let all: Vec<String> = judged
+        .iter()
+        .flatten()
+        .filter_map(|r| t(r))
+        .chain(export_trust)
+        .collect();
+    match weakest(all.iter().map(String::as_str)) {
+        // Nothing was judged (the export stage failed): its own trust is all there is.
+        Some(_) if judged.iter().flatten().all(|r| t(r).is_none()) => {
+            export.and_then(t).map(Value::String).unwrap_or(Value::Null)
+        }
+        Some(t) => json!(t.as_str()),
+        None => Value::Null,
+    }
+}
+
+/// Refuse to evaluate candidates when the sandbox cannot start (unless `--no-sandbox`).
+pub fn require_sandbox(session: &Session) -> anyhow::Result<()> {
+    match session.sandbox_mode() {
+        SandboxMode::Unavailable(e) => Err(JbError::Worker(refusal(&e)).into()),
+        SandboxMode::On(_) | SandboxMode::Off => Ok(()),
+    }
+}
+
 fn median(v: &Value) -> Option<f64> {
     v.get("median_ms").and_then(Value::as_f64)
 }
@@ -179,11 +232,16 @@ fn result_json(
 ) -> Value {
     let id = |step: &str| format!("{pipeline}/{step}[workload={wl_name}]");
     let xla_profile = format!("baseline/profile[workload={wl_name}]");
+    let export = find(steps, &id("export"));
     let compile = find(steps, &id("compile"));
     let verify = find(steps, &id("verify"));
     let profile = find(steps, &id("profile"));
     // The candidate's status: the first step that did not pass decides.
     let (status, reasons) = match (compile, verify) {
+        _ if export.is_some_and(|e| is_failure(&e.status)) => {
+            let e = export.expect("checked");
+            (e.status.clone(), e.result.get("reasons").cloned())
+        }
         (Some(c), _) if c.status != "ok" => (c.status.clone(), c.result.get("reasons").cloned()),
         (_, Some(v)) => (v.status.clone(), v.result.get("reasons").cloned()),
         _ => (
@@ -236,6 +294,8 @@ fn result_json(
         "speedup_vs_handtuned": speedup(&handtuned),
         "has_pallas_call": compile.and_then(|c| c.result.get("has_pallas_call")),
         "interpret": compile.and_then(|c| c.result.get("interpret")),
+        "trust": trust_of(export, &[compile, verify, profile]),
+        "export": detail(export, &["programs", "error_class", "error", "reasons", "stderr_tail"]),
         "compile": detail(compile, &["compile_ms", "cost", "memory", "error_class", "error", "reasons", "stderr_tail"]),
         "verify": detail(verify, &["error_class", "error", "reasons", "notes", "stderr_tail"]),
         "scale": session.scale,
@@ -285,6 +345,7 @@ pub fn evaluate_batch(
         }
         Ok(out)
     })?;
+    require_sandbox(&session)?;
     let mut targets: Vec<String> = cands.iter().map(|c| c.pipeline.clone()).collect();
     for c in cands {
         let xla = format!("baseline/profile[workload={}]", c.workload);
@@ -425,7 +486,9 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
             );
         }
     }
-    Ok(if status == "correct" {
+    Ok(if out["interrupted"] == json!(true) {
+        exit::INTERNAL
+    } else if status == "correct" {
         exit::OK
     } else {
         exit::FAILED

@@ -115,6 +115,10 @@ pub struct GlobalOpts {
     /// Default: `ray.address` in jb.yaml.
     #[arg(long, global = true, env = "JB_RAY_ADDRESS", value_name = "ADDRESS")]
     pub ray_address: Option<String>,
+    /// Run candidate code without the OS sandbox (bubblewrap). Unsafe with untrusted
+    /// candidates; every result made that way says `"trust": "unsandboxed"`.
+    #[arg(long, global = true)]
+    pub no_sandbox: bool,
 }
 
 #[derive(Debug, Subcommand)]

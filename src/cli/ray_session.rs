@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::config::ProjectConfig;
 use crate::error::{JbError, Result};
+use crate::exec::python::{PythonExecutor, UntrustedPolicy};
 use crate::exec::ray::{RayConfig, RayExecutor};
 use crate::project::Project;
 
@@ -72,7 +73,14 @@ pub fn executor(
     cfg: RayConfig,
     env: &[(String, String)],
 ) -> Arc<RayExecutor> {
-    let mut ex = RayExecutor::new(cfg, worker_spec(project, env));
+    // Candidate steps stay on this machine, in the sandbox (see RayExecutor::with_untrusted).
+    let untrusted =
+        PythonExecutor::new(worker_spec(project, env)).with_untrusted(UntrustedPolicy {
+            no_sandbox: global.no_sandbox,
+            cache_dir: project.cache_dir.clone(),
+            pyenv: project.pyenv_dir.clone(),
+        });
+    let mut ex = RayExecutor::new(cfg, worker_spec(project, env)).with_untrusted(untrusted);
     let stale = fingerprint_file(project);
     ex.on_mismatch = Some(Box::new(move || {
         let _ = std::fs::remove_file(&stale);

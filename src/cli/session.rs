@@ -7,7 +7,7 @@ use crate::cache::Cache;
 use crate::engine::{Engine, KeyContext};
 use crate::error::Result;
 use crate::exec::dispatch::{Dispatch, Handler};
-use crate::exec::python::{venv_python, PythonExecutor, WorkerSpec};
+use crate::exec::python::{venv_python, PythonExecutor, UntrustedPolicy, WorkerSpec};
 use crate::exec::ray::RayExecutor;
 use crate::exec::Executor;
 use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
@@ -24,6 +24,8 @@ pub struct Session {
     pub worker_env: Vec<(String, String)>,
     /// The Ray executor when steps run on a cluster (`--executor ray`).
     pub ray: Option<Arc<RayExecutor>>,
+    /// `--no-sandbox`: candidates run without the OS sandbox.
+    pub no_sandbox: bool,
 }
 
 /// Whether a command may start Python to learn the environment.
@@ -92,6 +94,17 @@ pub fn fingerprint(
     let fp = crate::fingerprint::measure(&project.cache_dir, &probe, &py)?;
     py.close();
     Ok(Some(fp))
+}
+
+/// Results of candidate code run without the sandbox must not stand in for sandboxed ones (or
+/// the reverse): such steps get their own keys.
+fn mark_unsandboxed(set: &mut PipelineSet) {
+    for s in set.steps.iter_mut().filter(|s| s.untrusted()) {
+        s.salt = Some(match s.salt.take() {
+            Some(salt) => format!("{salt}+unsandboxed"),
+            None => "unsandboxed".into(),
+        });
+    }
 }
 
 fn has_python_steps(pipelines: &[LoadedPipeline]) -> bool {
@@ -176,6 +189,9 @@ impl Session {
                 },
             )?;
         }
+        if global.no_sandbox {
+            mark_unsandboxed(&mut set);
+        }
         Ok(Session {
             project: Arc::new(project),
             set,
@@ -184,7 +200,28 @@ impl Session {
             fingerprint: fp,
             worker_env: env,
             ray,
+            no_sandbox: global.no_sandbox,
         })
+    }
+
+    /// How this session runs candidate code.
+    pub fn untrusted_policy(&self) -> UntrustedPolicy {
+        UntrustedPolicy {
+            no_sandbox: self.no_sandbox,
+            cache_dir: self.project.cache_dir.clone(),
+            pyenv: self.project.pyenv_dir.clone(),
+        }
+    }
+
+    /// How candidate code would run (probes the sandbox once).
+    pub fn sandbox_mode(&self) -> crate::exec::sandbox::SandboxMode {
+        crate::exec::sandbox::mode(
+            self.no_sandbox,
+            &self.project.root,
+            &self.project.python_dir,
+            &self.project.pyenv_dir,
+            &self.project.cache_dir,
+        )
     }
 
     pub fn cache(&self) -> Result<Arc<Cache>> {
@@ -208,8 +245,10 @@ impl Session {
         }
         let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
         Arc::new(Dispatch {
-            python: uses_python
-                .then(|| PythonExecutor::new(worker_spec(&self.project, &self.worker_env))),
+            python: uses_python.then(|| {
+                PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
+                    .with_untrusted(self.untrusted_policy())
+            }),
             translate,
         })
     }

@@ -374,7 +374,8 @@ impl Engine {
             f64,
             std::path::PathBuf,
         )> = tokio::task::JoinSet::new();
-        let ctrl_c = tokio::signal::ctrl_c();
+        // SIGINT, SIGTERM and SIGHUP all interrupt the build.
+        let ctrl_c = crate::exec::child::termination_signal();
         tokio::pin!(ctrl_c);
 
         loop {

@@ -22,10 +22,12 @@ impl Executor for Dispatch {
             StepKind::Command => command::run(req),
             StepKind::Grid => builtin::grid(req),
             StepKind::Aggregate => builtin::aggregate(req),
-            StepKind::Compile | StepKind::Verify | StepKind::Profile => match &self.python {
-                Some(py) => py.run_step(req),
-                None => StepOutput::infra("error", "no Python environment configured"),
-            },
+            StepKind::Compile | StepKind::Verify | StepKind::Profile | StepKind::Export => {
+                match &self.python {
+                    Some(py) => py.run_step(req),
+                    None => StepOutput::infra("error", "no Python environment configured"),
+                }
+            }
             StepKind::Translate => match &self.translate {
                 Some(t) => t(req),
                 None => StepOutput::new(

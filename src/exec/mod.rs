@@ -9,6 +9,8 @@ pub mod dispatch;
 pub mod fake;
 pub mod python;
 pub mod ray;
+pub mod route;
+pub mod sandbox;
 pub mod status;
 
 use std::collections::BTreeMap;

@@ -12,13 +12,16 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::child::{kill_group, rss_mb};
+use super::child::{kill_group, rss_mb, spawn_tied};
+use super::route::{self, Route};
+use super::sandbox::{self, Sandbox, SandboxMode, Trust};
 use super::{CancelFlag, StepOutput, StepRequest};
+use crate::pipeline::StepKind;
 
 /// How the worker processes are started.
 #[derive(Debug, Clone)]
@@ -52,23 +55,46 @@ pub enum WorkerFailure {
 }
 
 impl Worker {
-    pub fn start(spec: &WorkerSpec, startup_timeout: Duration) -> Result<Worker, String> {
-        let mut cmd = Command::new(&spec.python);
-        cmd.args(["-u", "-m", "jb.worker"])
-            .current_dir(&spec.cwd)
-            .env("PYTHONPATH", &spec.python_dir)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("TF_CPP_MIN_LOG_LEVEL", "2")
-            .stdin(Stdio::piped())
+    /// Start a worker: pooled and trusted (`jail: None`), or inside the sandbox with `scratch`
+    /// its one writable folder.
+    pub fn start(
+        spec: &WorkerSpec,
+        startup_timeout: Duration,
+        jail: Option<(&Sandbox, &Path)>,
+        cancel: &CancelFlag,
+    ) -> Result<Worker, String> {
+        let mut cmd = match jail {
+            Some((sb, scratch)) => sb.command(
+                scratch,
+                &spec.cwd,
+                &spec.env,
+                &spec.python,
+                &["-u", "-m", "jb.worker"],
+            ),
+            None => {
+                let mut cmd = Command::new(&spec.python);
+                cmd.args(["-u", "-m", "jb.worker"])
+                    .current_dir(&spec.cwd)
+                    .env("PYTHONPATH", &spec.python_dir)
+                    .env("PYTHONDONTWRITEBYTECODE", "1")
+                    .env("TF_CPP_MIN_LOG_LEVEL", "2");
+                for (k, v) in &spec.env {
+                    cmd.env(k, v);
+                }
+                cmd
+            }
+        };
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        for (k, v) in &spec.env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", spec.python.display()))?;
+        let what = if jail.is_some() {
+            "the sandboxed worker"
+        } else {
+            "the worker"
+        };
+        let mut child = spawn_tied(cmd)
+            .map_err(|e| format!("cannot start {what} ({}): {e}", spec.python.display()))?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
@@ -105,8 +131,7 @@ impl Worker {
             next_id: 1,
             requests: 0,
         };
-        let cancel = CancelFlag::default();
-        match w.read_message(startup_timeout, None, &cancel, |v| {
+        match w.read_message(startup_timeout, None, cancel, |v| {
             v.get("event").and_then(Value::as_str) == Some("ready")
         }) {
             Ok(_) => Ok(w),
@@ -204,6 +229,39 @@ impl Worker {
             v.get("id").and_then(Value::as_u64) == Some(id)
         })
     }
+
+    /// After the one answer of a fresh worker: ask it to shut down and require that answer as
+    /// the very next protocol line. Candidate code shares the worker's process, so it can write
+    /// a forged answer on the protocol pipe; it is then caught when it exits before the worker
+    /// could answer, or when the worker's own answer follows the forged one.
+    pub fn epilogue(&mut self, cancel: &CancelFlag) -> Result<(), String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"id": id, "op": "shutdown", "args": {}}).to_string();
+        if writeln!(self.stdin, "{line}")
+            .and_then(|_| self.stdin.flush())
+            .is_err()
+        {
+            return Err("the worker was gone right after its answer".into());
+        }
+        let next = self.read_message(Duration::from_secs(60), None, cancel, |v| {
+            v.get("id").is_some()
+        });
+        match next {
+            Ok(v) if v.get("id").and_then(Value::as_u64) == Some(id) => Ok(()),
+            Ok(v) => Err(format!(
+                "a second answer to request {} came after the first",
+                v.get("id").cloned().unwrap_or(Value::Null)
+            )),
+            Err(WorkerFailure::Cancelled) => Ok(()),
+            Err(WorkerFailure::Died(s)) => Err(format!(
+                "the worker exited ({s}) right after its answer, before it could shut down"
+            )),
+            Err(f) => Err(format!(
+                "the worker did not shut down after its answer ({f:?})"
+            )),
+        }
+    }
 }
 
 impl Drop for Worker {
@@ -225,6 +283,32 @@ impl Drop for Worker {
     }
 }
 
+/// How untrusted candidate code may run (from the command line).
+#[derive(Debug, Clone)]
+pub struct UntrustedPolicy {
+    /// `--no-sandbox`: run candidates without the OS sandbox (results say `trust: unsandboxed`).
+    pub no_sandbox: bool,
+    pub cache_dir: PathBuf,
+    pub pyenv: PathBuf,
+}
+
+/// Where one request runs.
+#[derive(Clone, Copy)]
+enum Placement<'a> {
+    /// A pooled trusted worker.
+    Pooled,
+    /// A fresh worker without the sandbox, discarded afterwards.
+    Fresh,
+    /// A fresh worker inside the sandbox, this scratch folder its one writable place.
+    Jailed(&'a Sandbox, &'a Path),
+}
+
+impl Placement<'_> {
+    fn fresh(self) -> bool {
+        !matches!(self, Placement::Pooled)
+    }
+}
+
 pub struct PythonExecutor {
     pub spec: WorkerSpec,
     pool: Mutex<Vec<Worker>>,
@@ -232,6 +316,9 @@ pub struct PythonExecutor {
     pub max_requests_per_worker: u32,
     pub default_timeout: Duration,
     pub default_memory_mb: Option<u64>,
+    /// How candidates run; `None`: this executor refuses untrusted steps.
+    pub untrusted: Option<UntrustedPolicy>,
+    mode: OnceLock<SandboxMode>,
 }
 
 impl PythonExecutor {
@@ -243,16 +330,47 @@ impl PythonExecutor {
             max_requests_per_worker: 40,
             default_timeout: Duration::from_secs(1800),
             default_memory_mb: None,
+            untrusted: None,
+            mode: OnceLock::new(),
         }
     }
 
-    fn take_worker(&self, fresh: bool) -> Result<Worker, String> {
-        if !fresh {
+    /// An executor that runs untrusted steps as `policy` says.
+    pub fn with_untrusted(mut self, policy: UntrustedPolicy) -> Self {
+        self.untrusted = Some(policy);
+        self
+    }
+
+    /// How candidate code runs here (the sandbox is probed once, on first use).
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        self.mode
+            .get_or_init(|| match &self.untrusted {
+                None => SandboxMode::Unavailable(sandbox::SandboxError::CannotStart {
+                    bwrap: PathBuf::from("bwrap"),
+                    message: "this command does not run candidate code".into(),
+                }),
+                Some(u) => sandbox::mode(
+                    u.no_sandbox,
+                    &self.spec.cwd,
+                    &self.spec.python_dir,
+                    &u.pyenv,
+                    &u.cache_dir,
+                ),
+            })
+            .clone()
+    }
+
+    fn take_worker(&self, placement: Placement, cancel: &CancelFlag) -> Result<Worker, String> {
+        if let Placement::Pooled = placement {
             if let Some(w) = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop() {
                 return Ok(w);
             }
         }
-        let w = Worker::start(&self.spec, Duration::from_secs(300))?;
+        let jail = match placement {
+            Placement::Jailed(sb, scratch) => Some((sb, scratch)),
+            _ => None,
+        };
+        let w = Worker::start(&self.spec, Duration::from_secs(300), jail, cancel)?;
         self.live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -277,7 +395,7 @@ impl PythonExecutor {
             .retain(|p| *p != pid);
     }
 
-    /// One op on a pooled (or, for untrusted code, fresh) worker.
+    /// One op on a pooled (or, for untrusted code, fresh) worker, outside the sandbox.
     pub fn call(
         &self,
         op: &str,
@@ -287,12 +405,53 @@ impl PythonExecutor {
         memory_mb: Option<u64>,
         cancel: &CancelFlag,
     ) -> StepOutput {
-        let mut w = match self.take_worker(fresh) {
+        let placement = if fresh {
+            Placement::Fresh
+        } else {
+            Placement::Pooled
+        };
+        self.call_on(op, args, placement, timeout, memory_mb, cancel)
+    }
+
+    fn call_on(
+        &self,
+        op: &str,
+        args: Value,
+        placement: Placement,
+        timeout: Duration,
+        memory_mb: Option<u64>,
+        cancel: &CancelFlag,
+    ) -> StepOutput {
+        let fresh = placement.fresh();
+        let mut w = match self.take_worker(placement, cancel) {
             Ok(w) => w,
+            Err(_) if cancel.is_cancelled() => {
+                return StepOutput::infra("cancelled", "interrupted")
+            }
             Err(e) => return StepOutput::infra("error", e),
         };
         let pid = w.pid();
         let answer = w.request(op, args, timeout, memory_mb, cancel);
+        let forged = match (&answer, fresh) {
+            (Ok(_), true) => w.epilogue(cancel).err(),
+            _ => None,
+        };
+        if let Some(why) = forged {
+            let tail = w.stderr_tail();
+            w.kill();
+            self.forget(w);
+            let mut o = StepOutput::new(
+                "rejected",
+                json!({"reasons": [format!("forged worker answer: {why}")], "stderr_tail": tail}),
+            );
+            if let (Value::Object(m), Ok(v)) = (&mut o.result, &answer) {
+                m.insert(
+                    "claimed".into(),
+                    v.get("result").cloned().unwrap_or(Value::Null),
+                );
+            }
+            return o;
+        }
         match answer {
             Ok(v) => {
                 // An untrusted candidate's own output (warnings, prints, tracebacks on stderr)
@@ -337,6 +496,11 @@ impl PythonExecutor {
                 let tail = w.stderr_tail();
                 w.kill();
                 self.forget(w);
+                // A worker killed because jb was interrupted died of the interrupt.
+                let f = match f {
+                    WorkerFailure::Died(_) if cancel.is_cancelled() => WorkerFailure::Cancelled,
+                    f => f,
+                };
                 let (status, reason) = match f {
                     WorkerFailure::Timeout => (
                         "timeout".to_string(),
@@ -389,34 +553,158 @@ impl PythonExecutor {
         );
         let timeout = req.timeout.unwrap_or(self.default_timeout);
         let memory = req.memory_mb.or(self.default_memory_mb);
-        let mut out = self.call(
+        let op = req.step.kind.as_str();
+        let (mut out, trust) = match route::route(&req.step, &req.deps) {
+            Route::Pooled => (
+                self.call_on(
+                    op,
+                    Value::Object(args),
+                    Placement::Pooled,
+                    timeout,
+                    memory,
+                    &req.cancel,
+                ),
+                None,
+            ),
+            Route::Artifact { export_step, files } => {
+                let (dir, export) = match route::materialize(&req.project.cache_dir, &files) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        return StepOutput::infra(
+                            "error",
+                            format!("cannot materialize the export of {export_step}: {e}"),
+                        )
+                    }
+                };
+                // The rest of the spec (e.g. held-out `variants`) stays as the step gave it.
+                let mut imp = match args.get("impl") {
+                    Some(Value::Object(m)) => m.clone(),
+                    _ => serde_json::Map::new(),
+                };
+                imp.insert("kind".into(), json!("exported"));
+                imp.insert("path".into(), json!(export));
+                args.insert("impl".into(), Value::Object(imp));
+                let mut o = self.call_on(
+                    op,
+                    Value::Object(args),
+                    Placement::Pooled,
+                    timeout,
+                    memory,
+                    &req.cancel,
+                );
+                drop(dir);
+                if let Value::Object(m) = &mut o.result {
+                    m.insert("exported_from".into(), json!(export_step));
+                }
+                (o, Some(Trust::Artifact))
+            }
+            Route::Candidate => match self.sandbox_mode() {
+                SandboxMode::Unavailable(e) => {
+                    return StepOutput::infra("error", sandbox::refusal(&e));
+                }
+                SandboxMode::Off => (
+                    self.call_on(
+                        op,
+                        Value::Object(args),
+                        Placement::Fresh,
+                        timeout,
+                        memory,
+                        &req.cancel,
+                    ),
+                    Some(Trust::Unsandboxed),
+                ),
+                SandboxMode::On(sb) => match self.run_jailed(&sb, req, args, timeout, memory) {
+                    Ok(o) => (o, Some(Trust::Sandboxed)),
+                    Err(e) => return StepOutput::infra("error", e),
+                },
+            },
+        };
+        if req.step.kind == StepKind::Export && out.status == "error" {
+            let unknown =
+                out.result.pointer("/error/type").and_then(Value::as_str) == Some("UnknownOp");
+            if unknown {
+                // A worker from before the export op: the candidate is judged in the sandbox.
+                out = StepOutput::infra(
+                    "not_exportable",
+                    "this worker has no `export` op (python/jb/ops/export.py); the candidate runs in the sandbox",
+                );
+            }
+        }
+        if let (Some(t), Value::Object(m)) = (trust, &mut out.result) {
+            // jb's own account of where the code ran; whatever the worker said is overwritten.
+            m.insert("trust".into(), json!(t.as_str()));
+        }
+        // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
+        // `trace/`) are kept, named by their path relative to out_dir. Links are not followed.
+        out.files.extend(regular_files(&req.out_dir));
+        let index = format!("{}/index.json", route::EXPORT_DIR);
+        if req.step.kind == StepKind::Export
+            && out.status == "ok"
+            && !out.files.contains_key(&index)
+        {
+            // The untrusted stage's word is not a program: an `ok` without one is a forgery.
+            let mut o = StepOutput::new(
+                "rejected",
+                json!({"reasons": [format!("the export stage answered ok but wrote no {index}")]}),
+            );
+            if let (Value::Object(m), Some(t)) = (&mut o.result, trust) {
+                m.insert("trust".into(), json!(t.as_str()));
+                m.insert("claimed".into(), out.result.clone());
+            }
+            return o;
+        }
+        out
+    }
+
+    /// Run an untrusted step in a fresh sandboxed worker: the candidate file copied into a
+    /// private scratch folder outside the cache, which is also the op's out_dir; jb moves the
+    /// files it wrote into the step's folder afterwards.
+    fn run_jailed(
+        &self,
+        sb: &Sandbox,
+        req: &StepRequest,
+        mut args: serde_json::Map<String, Value>,
+        timeout: Duration,
+        memory: Option<u64>,
+    ) -> Result<StepOutput, String> {
+        let scratch = sandbox::scratch_dir(&req.project.cache_dir)
+            .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
+        let out_dir = scratch.path().join("out");
+        let cand_dir = scratch.path().join("candidate");
+        for d in [&out_dir, &cand_dir] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        if let Some(Value::Object(imp)) = args.get_mut("impl") {
+            if let Some(path) = imp.get("path").and_then(Value::as_str) {
+                let src = req.project.root.join(path);
+                if let (true, Some(name)) = (src.is_file(), src.file_name()) {
+                    let copy = cand_dir.join(name);
+                    std::fs::copy(&src, &copy)
+                        .map_err(|e| format!("copying {} into the sandbox: {e}", src.display()))?;
+                    imp.insert("path".into(), json!(copy));
+                }
+            }
+        }
+        args.insert("out_dir".into(), json!(out_dir));
+        let out = self.call_on(
             req.step.kind.as_str(),
             Value::Object(args),
-            req.step.untrusted(),
+            Placement::Jailed(sb, scratch.path()),
             timeout,
             memory,
             &req.cancel,
         );
-        // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
-        // `trace/`) are kept, named by their path relative to out_dir.
-        let mut stack = vec![req.out_dir.clone()];
-        while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.is_file() {
-                    if let Ok(rel) = p.strip_prefix(&req.out_dir) {
-                        let name = rel.to_string_lossy().replace('\\', "/");
-                        out.files.insert(name, p);
-                    }
-                }
+        for (name, path) in regular_files(&out_dir) {
+            let dest = req.out_dir.join(&name);
+            if let Some(parent) = dest.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            if std::fs::rename(&path, &dest).is_err() {
+                std::fs::copy(&path, &dest)
+                    .map_err(|e| format!("moving {name} out of the sandbox: {e}"))?;
             }
         }
-        out
+        Ok(out)
     }
 
     pub fn kill_all(&self) {
@@ -432,6 +720,29 @@ impl PythonExecutor {
             self.forget(w);
         }
     }
+}
+
+/// The regular files under `dir` (links neither followed nor kept), by path relative to `dir`.
+pub fn regular_files(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            let p = e.path();
+            if t.is_dir() {
+                stack.push(p);
+            } else if t.is_file() {
+                if let Ok(rel) = p.strip_prefix(dir) {
+                    out.push((rel.to_string_lossy().replace('\\', "/"), p));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The interpreter inside a virtual environment.

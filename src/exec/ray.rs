@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use super::child::kill_group;
 use super::dispatch::{Dispatch, Handler};
-use super::python::WorkerSpec;
+use super::python::{PythonExecutor, WorkerSpec};
 use super::{CancelFlag, Executor, StepOutput, StepRequest};
 use crate::pipeline::StepKind;
 
@@ -297,6 +297,10 @@ pub struct RayExecutor {
     local: Dispatch,
     /// `translate` steps (agent runs) run here too; the handler is replaced per engine.
     translate: Mutex<Option<Arc<Handler>>>,
+    /// Candidate code (export steps and every step whose impl is a candidate) runs on this
+    /// machine, in the OS sandbox and on the local judge: nodes have no sandbox yet, and a
+    /// candidate must never run where it is judged.
+    untrusted: Option<Dispatch>,
 }
 
 impl RayExecutor {
@@ -314,7 +318,17 @@ impl RayExecutor {
                 translate: None,
             },
             translate: Mutex::new(None),
+            untrusted: None,
         }
+    }
+
+    /// Where candidate steps run (the local, sandboxed executor).
+    pub fn with_untrusted(mut self, python: PythonExecutor) -> Self {
+        self.untrusted = Some(Dispatch {
+            python: Some(python),
+            translate: None,
+        });
+        self
     }
 
     /// Handle `translate` steps (agent runs) here, as the local executor does.
@@ -628,6 +642,15 @@ fn worker_output(op: &str, r: &Value, out_dir: &Path) -> StepOutput {
 
 impl Executor for RayExecutor {
     fn execute(&self, req: &StepRequest) -> StepOutput {
+        if req.step.untrusted() || req.step.kind == StepKind::Export {
+            return match &self.untrusted {
+                Some(local) => local.execute(req),
+                None => StepOutput::infra(
+                    "error",
+                    "candidate steps need the local sandboxed executor (internal: none configured)",
+                ),
+            };
+        }
         match req.step.kind {
             StepKind::Command => self.run_command(req),
             k if k.uses_python() => self.run_worker(req),
@@ -643,6 +666,9 @@ impl Executor for RayExecutor {
     }
 
     fn cancel_all(&self) {
+        if let Some(local) = &self.untrusted {
+            local.cancel_all();
+        }
         // The driver owns every task and judge: when it goes, Ray stops them.
         if let Some(d) = lock(&self.driver).take() {
             d.kill();
@@ -650,6 +676,9 @@ impl Executor for RayExecutor {
     }
 
     fn shutdown(&self) {
+        if let Some(local) = &self.untrusted {
+            local.shutdown();
+        }
         lock(&self.driver).take();
     }
 }

@@ -40,6 +40,9 @@ pub enum StepKind {
     Verify,
     /// Time an implementation under the profiler (Python worker).
     Profile,
+    /// Export a candidate's program with `jax.export` (a fresh sandboxed Python worker); the
+    /// candidate's downstream steps then judge that program, never importing the candidate.
+    Export,
     /// Rank the configurations of a grid search and keep the best.
     Grid,
     /// Combine upstream results into a summary.
@@ -55,6 +58,7 @@ impl StepKind {
             StepKind::Compile => "compile",
             StepKind::Verify => "verify",
             StepKind::Profile => "profile",
+            StepKind::Export => "export",
             StepKind::Grid => "grid",
             StepKind::Aggregate => "aggregate",
             StepKind::Translate => "translate",
@@ -65,7 +69,7 @@ impl StepKind {
     pub fn uses_python(self) -> bool {
         matches!(
             self,
-            StepKind::Compile | StepKind::Verify | StepKind::Profile
+            StepKind::Compile | StepKind::Verify | StepKind::Profile | StepKind::Export
         )
     }
 

