@@ -162,8 +162,11 @@ def test_secrets_attack_sees_what_the_export_stage_is_given(tmp_path):
     assert verdict["status"] == "correct", verdict
 
 
+# Files "caught-by" a trial class or variant (issue 12) are verify's own: their catch depends on its
+# secret seeds and trial plan (python/tests/test_trials_adversarial.py); not repeated here.
 EXISTING = [p for p in sorted(ADVERSARIAL.glob("*.py"))
-            if not p.stem.startswith("trust_") and headers(p).get("expect") not in ("crashed", "timeout", None)]
+            if not p.stem.startswith("trust_") and headers(p).get("expect") not in ("crashed", "timeout", None)
+            and "\n# caught-by: " not in p.read_text()]
 VARIANTS = {"hardcoded_shape": [{"emb_dim": 384}]}
 
 
@@ -177,10 +180,11 @@ def test_existing_adversarial_files_keep_their_status_through_export_and_judge(p
     extra = {"variants": variants} if variants else {}
     args = {"workload": str(workload), "scale": "tiny", "impl": {"kind": "candidate", "path": str(path)},
             "out_dir": str(tmp_path), **extra}
+    trials = {"trials": [{"seed": 1, "dist": "normal"}, {"seed": 2, "dist": "uniform"}]}
     answers, stderr, _ = worker_requests([{"op": "export", "args": args}])
     exported = answers[0]["result"]
     if exported["status"] == "not_exportable":
-        verify_args = {**args, "trials": [{"seed": 1, "dist": "normal"}, {"seed": 2, "dist": "uniform"}]}
+        verify_args = {**args, **trials}
         verify_args.pop("out_dir")
         answers, _, _ = worker_requests([{"op": "verify", "args": verify_args}], env={"JB_SANDBOXED": "1"})
         status = answers[0]["result"]["status"]
@@ -188,5 +192,5 @@ def test_existing_adversarial_files_keep_their_status_through_export_and_judge(p
         status = exported["status"]
     else:
         spec = {"kind": "exported", "path": str(tmp_path / "export"), **extra}
-        status = judge("verify", workload, tmp_path / "export", impl=spec, **extra)["status"]
+        status = judge("verify", workload, tmp_path / "export", impl=spec, **extra, **trials)["status"]
     assert status == h["expect"], (path.name, exported.get("reasons"), exported.get("error"), stderr[-1000:])
