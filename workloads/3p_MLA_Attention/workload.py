@@ -111,3 +111,14 @@ def get_flops():
     nope, rope, vd = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
     per_token = e * ql + ql * h * (nope + rope) + e * (kvl + rope) + kvl * h * nope + kvl * h * vd + h * vd * e
     return 2 * b * s * per_token + 2 * b * h * s * s * (nope + rope + vd)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence length and head count."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"]), "num_heads": _halve(c["num_heads"])}]

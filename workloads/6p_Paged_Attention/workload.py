@@ -93,3 +93,43 @@ def get_flops():
     # create_inputs gives every sequence kv_len = max_seq_len.
     c = CONFIG
     return 4 * c["num_seqs"] * c["num_query_heads"] * c["max_seq_len"] * c["head_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence count and page size (pages per sequence halved: same max_seq_len)."""
+    c = config
+    return [{"num_seqs": _halve(c["num_seqs"]), "page_size": 2 * c["page_size"], "pages_per_seq": c["pages_per_seq"] // 2}]
+
+
+TRIALS = ["random_pages", "sharp"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: a random page table (each sequence gets random,
+    scattered pages of the pool) and random kv lengths (one full, one within the first page, the
+    rest uniform in [1, max]). random_pages: half the sequences short (< 2 pages), half full.
+    sharp: Q rescaled so the scores have a std of ~4 (a kernel ignoring Q/K fails)."""
+    import numpy as np
+    from jb import inputs as jbi
+
+    queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens = inputs
+    n, pps = page_indices.shape
+    total, page_size = k_pages.shape[0], k_pages.shape[1]
+    max_len = pps * page_size
+    table = rng.permutation(total)[: n * pps].reshape(n, pps)
+    if name == "random_pages":
+        lens = np.where(np.arange(n) % 2 == 0, rng.integers(1, 2 * page_size, n), max_len)
+    else:
+        lens = rng.integers(1, max_len + 1, n)
+        lens[0] = max_len
+        if n > 1:
+            lens[1] = rng.integers(1, page_size + 1)
+    lens = rng.permutation(np.minimum(lens, max_len))
+    if name == "sharp":
+        queries = jbi.sharpen(queries, k_pages, queries.shape[-1] ** -0.5)
+    return (queries, k_pages, v_pages, jbi.like(kv_lens, lens), jbi.like(page_indices, table), cu_q_lens)
