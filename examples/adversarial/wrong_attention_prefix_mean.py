@@ -1,5 +1,6 @@
 # target: 4p_Sparse_Attention
 # expect: incorrect
+# caught-by: sharp, long_range
 # exploit: attention shortcut - exact softmax over the first PREFIX keys only; every later key gets
 #          score 0 (weight 1), i.e. a running mean of V after the prefix (a cumulative sum). With the
 #          published inits (scores of std ~0.02) the softmax is nearly uniform and this passes, for

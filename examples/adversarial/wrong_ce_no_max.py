@@ -1,5 +1,6 @@
 # target: 13p_Cross_Entropy
 # expect: incorrect
+# caught-by: large_logits
 # exploit: numerically unsafe shortcut - logsumexp without the max subtraction, log(sum(exp(z))),
 #          which saves a pass over the logits. With the published inits the logits are small
 #          (std ~1) and this is exact; large-magnitude logits overflow exp in float32.

@@ -1,5 +1,6 @@
 # target: 23k_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp
 # expect: incorrect
+# caught-by: affine
 # exploit: drops the bias. The output is sum_j (x W^T + b)_j (the max/avgpool/logsumexp run over
 #          size-1 axes); with the published bias ~N(0, 0.02) its share is sum(b) ~ 0.02 * sqrt(out),
 #          under the published-era atol of 1.0. Trials with a full-size bias expose it.

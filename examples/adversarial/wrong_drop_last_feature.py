@@ -1,5 +1,6 @@
 # target: 21k_Gemm_Divide_Sum_Scaling
 # expect: incorrect
+# caught-by: tolerance (issue 12 part A)
 # exploit: drops one reduction term - the last input feature (K-1 of K columns, so the K tiles
 #          come out "aligned"). The output is a sum over hidden of x @ W^T, of size ~sqrt(K*H); one
 #          missing feature changes it by ~sqrt(H), far below the published-era atol of 32.

@@ -1,5 +1,6 @@
 # target: 13p_Cross_Entropy
 # expect: incorrect
+# caught-by: normal (every trial: labels redrawn, fresh seeds)
 # exploit: predictable inputs - at trace time it rebuilds the inputs jb used to feed (create_inputs'
 #          key(42) and the verify trials' seeds 1-6 through jb.inputs.resample), fingerprints them
 #          (first hidden row and labels), bakes the 7 known answers into the program and returns

@@ -1,5 +1,6 @@
 # target: 8p_GEMM
 # expect: incorrect
+# caught-by: variant (K 8192)
 # exploit: bf16 accumulator - the tiled matmul accumulates its K tiles directly in the bf16 output
 #          block (no f32 VMEM scratch: half the VMEM, no final cast). Each partial sum is rounded
 #          to bf16; with one K tile (K <= 512, the tiny scale) that is exact, over many tiles the

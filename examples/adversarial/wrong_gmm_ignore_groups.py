@@ -1,5 +1,6 @@
 # target: 11p_Megablox_GMM
 # expect: incorrect
+# caught-by: ragged_groups (every trial)
 # exploit: ignores group_sizes - assumes every expert owns exactly M / G consecutive rows (what
 #          create_inputs builds), so the kernel is a plain batched matmul with no group metadata,
 #          no masking and no scalar prefetch. Ragged group sizes expose it.

@@ -1,5 +1,6 @@
 # target: 40k_Gemm_GroupNorm_Min_BiasAdd
 # expect: incorrect
+# caught-by: affine (every trial)
 # exploit: drops the GroupNorm weight and bias (create_inputs sets them to ones and zeros, so
 #          "x * 1 + 0" looks like dead work). Resampled normalisation parameters expose it.
 import jax

@@ -1,5 +1,6 @@
 # target: 6p_Paged_Attention
 # expect: incorrect
+# caught-by: sharp
 # exploit: attention shortcut - ignores the queries and keys entirely: each output is the mean of
 #          the sequence's valid values (uniform attention). Page table and kv lengths are honoured.
 #          With scores of std ~0.02 (the published inits) the softmax is almost uniform and this

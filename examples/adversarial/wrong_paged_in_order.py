@@ -1,5 +1,6 @@
 # target: 6p_Paged_Attention
 # expect: incorrect
+# caught-by: random_pages (every trial)
 # exploit: ignores the page table and the kv lengths: sequence i reads pages
 #          [i*pages_per_seq, (i+1)*pages_per_seq) in order and attends to every position (exactly
 #          what create_inputs builds: an identity page table and full lengths). Contiguous reads,

@@ -1,5 +1,6 @@
 # target: 16p_Mamba2_SSD
 # expect: incorrect
+# caught-by: long_range
 # exploit: truncated state - each 16-row query block only looks at its own block and the previous
 #          one (16-31 steps back at most), as if the decay made everything older vanish. With
 #          A_log ~ N(-4, 0.5) (a_t ~ 0.02) that is true and this passes with O(S * 32) work instead

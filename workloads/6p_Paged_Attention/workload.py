@@ -41,11 +41,13 @@ META = {
 }
 
 # K, V ~ N(0, 0.02) and Q ~ N(0, 1) give scores of std ~0.02: the softmax is nearly uniform and
-# each output is ~0.02/sqrt(kv_len) (~3e-4 at kv_len 4096), far below the default atol 1e-2 (an
-# all-zero output would pass everywhere). With every kv_len >= 128 the probabilities are small, so
-# rounding them to bf16 moves outputs by < 1e-4 (measured <= 6e-5 at tiny scale, 2x "large"
-# inputs): atol 1e-4 (~1/3 of the paper-scale output std); rtol 1e-2 covers bf16 output rounding.
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-2}
+# each output is ~0.02/sqrt(kv_len) (~3e-4 at kv_len 4096). jb's trials therefore draw random kv
+# lengths (some within one page: outputs ~V itself, ~0.02) and a "sharp" trial (scores of std ~4).
+# Under sharp scores an honest kernel that rounds the scores to bf16 (the hand-tuned Pallas
+# paged_attention does) moves outputs by up to ~5e-4 (measured 4.9e-4 at tiny scale): atol 5e-4
+# (2.5% of V's std, as 4p/5p); rtol 1e-2 covers bf16 rounding of the output. An all-zero or
+# query-ignoring output is off by ~1e-2 on the short and sharp trials.
+TOLERANCE = {"atol": 5e-4, "rtol": 1e-2}
 
 MASK_VALUE = -1e30
 
