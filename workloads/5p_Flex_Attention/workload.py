@@ -35,12 +35,13 @@ META = {
 }
 
 # K, V ~ N(0, 0.02) and a N(0, 0.01) bias give scores of std ~0.02: the softmax is nearly uniform
-# and the output is ~0.02/sqrt(#visible keys) (~4e-4 at S=4096), far below the default atol 1e-2
-# (an all-zero output would pass almost everywhere). Rounding the probabilities to bf16 (as
-# flash/splash kernels do) moves early-row outputs by up to ~2.5e-4 (5e-4 under the 2x "large"
-# input distribution), measured against a float32 computation: atol 5e-4 (2.5% of V's std);
-# rtol 1e-2 covers bf16 rounding of the output.
-TOLERANCE = {"atol": 5e-4, "rtol": 1e-2}
+# and the output is ~0.02/sqrt(#visible keys) (~4e-4 at S=4096); jb's "sharp" and "long_range"
+# trials make it far from uniform (outputs ~V, ~0.08 at most). The reference is bf16 end to end as
+# published; an honest kernel that keeps scores and softmax in float32 (flash/splash numerics)
+# differs from it by up to 2.4e-4 on the generic trials and 1.6e-3 on the sharp/long-range ones
+# (measured at tiny scale, 2 seeds each): atol 2e-3; rtol 2e-2 covers bf16 rounding of the
+# probabilities and the output. Attention shortcuts (mean of V, ignored Q/K) are off by ~1e-2.
+TOLERANCE = {"atol": 2e-3, "rtol": 2e-2}
 
 MASK_VALUE = -1e30
 
