@@ -139,7 +139,7 @@ def test_honest_candidates_correct(path):
     assert any("variant" in t for t in r["trials"]) or _verify_draws_trials()
 
 
-@pytest.mark.parametrize("name", ["6p_Paged_Attention", "11p_Megablox_GMM", "8p_GEMM"])
+@pytest.mark.parametrize("name", ["2p_GQA_Attention", "6p_Paged_Attention", "11p_Megablox_GMM", "8p_GEMM"])
 def test_baselines_correct(name):
     from test_baselines import enumerate_space
 
