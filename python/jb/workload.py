@@ -1,7 +1,9 @@
 """Load a workload module (JAXBench interface) at a given scale.
 
 A workload file defines ``CONFIG``, ``create_inputs(dtype)``, ``workload(*inputs)`` and optionally
-``get_flops()``, ``SCALES``, ``TOLERANCE``, ``STATIC_ARGNUMS`` and ``META``. Scales are CONFIG
+``get_flops()``, ``SCALES``, ``TOLERANCE``, ``STATIC_ARGNUMS``, ``META``, ``variants(config)`` (held-out
+shape variants: CONFIG overrides relative to the scaled config) and the trial hooks ``TRIALS`` /
+``make_trial`` (see jb.inputs). Scales are CONFIG
 overrides applied after import: every function of a workload reads ``CONFIG`` at call time.
 A plain JAXBench file (no SCALES) runs at its published CONFIG whatever the scale.
 """
@@ -76,6 +78,24 @@ class Workload:
     @property
     def meta(self) -> dict:
         return dict(getattr(self.module, "META", {}) or {})
+
+    def variants(self) -> list[dict]:
+        """Held-out shape variants: CONFIG overrides relative to the scaled config that keep the
+        operator's structure ([] when the workload declares none). Each is a non-empty dict of
+        existing CONFIG keys."""
+        declare = getattr(self.module, "variants", None)
+        if not callable(declare):
+            return []
+        out = declare(dict(self.config))
+        if not isinstance(out, (list, tuple)):
+            raise TypeError(f"{self.name}: variants() must return a list of dicts, got {type(out).__name__}")
+        for override in out:
+            if not isinstance(override, dict) or not override:
+                raise TypeError(f"{self.name}: a variant must be a non-empty dict, got {override!r}")
+            unknown = set(override) - set(self.config)
+            if unknown:
+                raise ValueError(f"{self.name}: variant {override!r} has unknown CONFIG keys {sorted(unknown)}")
+        return [dict(o) for o in out]
 
     def create_inputs(self, dtype=None):
         import jax.numpy as jnp

@@ -232,12 +232,12 @@ def np_28k(cfg, x, w, cb, lw, lb):
     return _gelu(_normalize(h, (4,)) * lw + lb) * 1.0
 
 
-def np_31k(cfg, x, w, b):
-    return np.maximum(_gelu(_normalize(x @ w.T + b, (0,))), 0.0)
+def np_31k(cfg, x, w, b, bw, bb):
+    return np.maximum(_gelu(_normalize(x @ w.T + b, (0,)) * bw + bb), 0.0)
 
 
-def np_34k(cfg, x, w, b):
-    return _normalize(_mish(_conv(x, w) + b[None, :, None, None]), (0, 2, 3))
+def np_34k(cfg, x, w, b, bw, bb):
+    return _normalize(_mish(_conv(x, w) + b[None, :, None, None]), (0, 2, 3)) * bw[None, :, None, None] + bb[None, :, None, None]
 
 
 def np_38k(cfg, x, w, b):

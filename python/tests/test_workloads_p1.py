@@ -213,9 +213,11 @@ def test_4p_reference():
 def test_5p_reference():
     inputs = tiny_inputs("5p")
     ref = lambda q, k, v, bias: ref_mha(q, k, v, q.shape[-1] ** -0.5, bias)
-    _check("5p", inputs, ref)
+    # The reference is bf16 end to end (scores, softmax, PV), as published: a few ulps of the
+    # largest output (atol 2% of max |ref|) separate it from the float64 evaluation.
+    _check("5p", inputs, ref, atol_frac=2e-2)
     q, k, v, bias = inputs
-    _check("5p", (q, k * 60, v, bias * 100), ref)
+    _check("5p", (q, k * 60, v, bias * 100), ref, atol_frac=2e-2)
 
 
 def test_6p_reference():

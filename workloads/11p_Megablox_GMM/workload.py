@@ -4,8 +4,15 @@ Rows of ``lhs`` are sorted by expert: group g owns the ``group_sizes[g]`` consec
 follow groups 0..g-1, and is multiplied by ``rhs[g]``. A ``lax.scan`` over the groups takes a
 fixed window of ``max_expert_size`` rows at the group's offset (a Python int used as a shape, hence
 STATIC_ARGNUMS = (3,)), masks the rows beyond the group and accumulates the result. Requires
-max(group_sizes) <= max_expert_size. Rows beyond sum(group_sizes) are zero. float32 output
-(preferred_element_type=float32, as reference_gmm and megablox gmm).
+max(group_sizes) <= max_expert_size. Rows beyond sum(group_sizes) are zero. Each group's product
+accumulates in float32 and is rounded to the input dtype: bf16 output, as the published program
+returns it (its accumulator array has lhs's dtype).
+
+max_expert_size = min(M, 4 * M / G), as the current published program sets it (1024 at paper
+scale: "4 * M/G is generous", the static bound on the largest group). create_inputs keeps equal
+groups (M / G rows each); jb's trials draw ragged group sizes (empty and very uneven groups, each
+at most max_expert_size, summing to M), which the bound allows. The scan's window is the bound, so
+the XLA reference does up to 4x the dense work of equal groups (as the published one does).
 """
 
 import functools
@@ -50,11 +57,11 @@ def _dims():
 
 
 def create_inputs(dtype=jnp.bfloat16):
-    """Returns (lhs ~ N(0,1), rhs ~ N(0,0.02), group_sizes (all M/G, int32), max_expert_size = M/G);
-    key(42)."""
+    """Returns (lhs ~ N(0,1), rhs ~ N(0,0.02), group_sizes (all M/G, int32), max_expert_size =
+    min(M, 4 * M/G)); key(42)."""
     m, k, n, g = _dims()
     lhs, rhs, group_sizes = _create(m, k, n, g, jnp.dtype(dtype))
-    return lhs, rhs, group_sizes, m // g
+    return lhs, rhs, group_sizes, min(m, 4 * (m // g))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
@@ -95,7 +102,7 @@ def workload(lhs, rhs, group_sizes, max_expert_size):
 
     acc = jnp.zeros((m + window, n), jnp.float32)
     acc, _ = jax.lax.scan(step, acc, (rhs, starts, group_sizes))
-    return acc[:m]
+    return acc[:m].astype(lhs.dtype)
 
 
 def get_flops():
@@ -103,3 +110,40 @@ def get_flops():
     # exactly one expert's K x N matrix).
     m, k, n, _ = _dims()
     return 2 * m * k * n
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): rows (M = seq_len * num_experts_per_tok)."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"])}]
+
+
+TRIALS = ["ragged_groups"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: random group sizes summing to M, each at most
+    max_expert_size. ragged_groups: very uneven, with empty groups (jb.inputs.ragged_sizes); the
+    generic trials: sizes from a random router-like draw (multinomial, capped)."""
+    import numpy as np
+    from jb import inputs as jbi
+
+    lhs, rhs, group_sizes, max_expert_size = inputs
+    m, g = lhs.shape[0], rhs.shape[0]
+    if name == "ragged_groups":
+        sizes = jbi.ragged_sizes(rng, m, g, int(max_expert_size))
+    else:
+        sizes = jbi.ragged_sizes(rng, m, g, int(max_expert_size)) if rng.random() < 0.5 else None
+        if sizes is None:
+            sizes = np.minimum(rng.multinomial(m, rng.dirichlet(np.ones(g))), int(max_expert_size))
+            left = m - int(sizes.sum())
+            for j in rng.permutation(g):
+                add = min(int(max_expert_size) - int(sizes[j]), left)
+                sizes[j] += add
+                left -= add
+    return lhs, rhs, jbi.like(group_sizes, sizes), max_expert_size

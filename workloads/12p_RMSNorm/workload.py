@@ -67,3 +67,30 @@ def workload(x, scale):
 def get_flops():
     # Published count: 5 * B * S * D (square, sum, normalise, scale, ... per element).
     return 5 * CONFIG["batch"] * CONFIG["seq_len"] * CONFIG["emb_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): rows."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"])}]
+
+
+TRIALS = ["affine"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). affine: the RMSNorm scale drawn wide (random sign, magnitude
+    U(0.25, 2)) instead of N(1, 0.1), so a kernel that ignores or approximates it fails."""
+    if name != "affine":
+        return None
+    import numpy as np
+    from jb import inputs as jbi
+
+    x, scale = inputs
+    new = np.where(rng.random(scale.shape) < 0.5, -1.0, 1.0) * rng.uniform(0.25, 2.0, scale.shape)
+    return x, jbi.like(scale, new)

@@ -78,3 +78,31 @@ def get_flops():
     # Published: matmul 2*B*H*V plus 3*B*V for the softmax and loss.
     b, h, v = CONFIG["batch_tokens"], CONFIG["hidden_dim"], CONFIG["vocab_size"]
     return 2 * b * h * v + 3 * b * v
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): tokens and vocabulary."""
+    c = config
+    return [{"batch_tokens": _halve(c["batch_tokens"]), "vocab_size": _halve(c["vocab_size"])}]
+
+
+TRIALS = ["large_logits"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: fresh random labels. large_logits: hidden
+    rescaled so the logits have a std of ~40 (row maxima ~100-150: exp overflows float32 without
+    the max subtraction)."""
+    from jb import inputs as jbi
+
+    hidden, weight, labels = inputs
+    labels = jbi.like(labels, rng.integers(0, weight.shape[1], labels.shape))
+    if name == "large_logits":
+        est = jbi.rms(hidden) * jbi.rms(weight) * hidden.shape[1] ** 0.5
+        hidden = jbi.like(hidden, jbi.host(hidden) * (40.0 / est))
+    return hidden, weight, labels

@@ -66,3 +66,14 @@ def workload(x, w):
 def get_flops():
     # 2 * M * K * N: every one of the M rows meets one group's K x N matrix.
     return 2 * CONFIG["M"] * CONFIG["K"] * CONFIG["N"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): group count (rows per group halved)."""
+    c = config
+    return [{"num_groups": 2 * c["num_groups"]}]

@@ -80,3 +80,34 @@ def get_flops():
     # Published: the two S x S x D matmuls over the full (unmasked) score matrix, 4 * B * H * S^2 * D.
     b, h, s, d = CONFIG["batch"], CONFIG["num_heads"], CONFIG["seq_len"], CONFIG["head_dim"]
     return 4 * b * h * s * s * d
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence length."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"])}]
+
+
+TRIALS = ["sharp", "long_range"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). sharp: Q rescaled so Q.K/sqrt(D) has a std of ~4 (the
+    row normalisation is far from its mean); long_range: every query
+    leans on a few keys spread over the whole sequence (a windowed or prefix-exact kernel fails)."""
+    from jb import inputs as jbi
+
+    q, k, v = inputs
+    scale = q.shape[-1] ** -0.5  # retention has no softmax; this sets the size of Q.K
+    if name == "sharp":
+        q = jbi.sharpen(q, k, scale)
+    elif name == "long_range":
+        q, k = jbi.long_range(rng, q, k, scale)
+    else:
+        return None
+    return q, k, v

@@ -82,3 +82,29 @@ def get_flops():
     # Published: the two S x S x D matmuls over the full score matrix, 4 * B * H * S^2 * D.
     b, h, s, d = CONFIG["batch"], CONFIG["num_heads"], CONFIG["seq_len"], CONFIG["head_dim"]
     return 4 * b * h * s * s * d
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence length."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"])}]
+
+
+TRIALS = ["long_range"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). long_range: slow decay, a_t = sigmoid(A_log) in [0.98,
+    0.9997] (A_log ~ U(4, 8)) instead of ~0.02 (A_log ~ N(-4, 0.5)): the state remembers hundreds
+    of steps back, so a kernel that truncates the causal band fails."""
+    if name != "long_range":
+        return None
+    from jb import inputs as jbi
+
+    q, k, v, a_log = inputs
+    return q, k, v, jbi.like(a_log, rng.uniform(4.0, 8.0, a_log.shape))

@@ -88,3 +88,31 @@ def get_flops():
     # 6 * 2 * N^2 * C^2, plus the triangle contraction 2 * N^3 * C.
     n, c = CONFIG["N"], CONFIG["C"]
     return 12 * n * n * c * c + 2 * n ** 3 * c
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): residue count."""
+    c = config
+    return [{"N": _halve(c["N"])}]
+
+
+TRIALS = ["affine"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: a random 0/1 pair mask (80% ones) instead of
+    all ones. affine: center_scale drawn wide (random sign, magnitude U(0.25, 2))."""
+    import numpy as np
+    from jb import inputs as jbi
+
+    pair_act, mask, lp, rp, lg, rg, center_scale, out_proj, out_gate = inputs
+    mask = jbi.like(mask, (rng.random(mask.shape) < 0.8).astype(np.float32))
+    if name == "affine":
+        shape = center_scale.shape
+        center_scale = jbi.like(center_scale, np.where(rng.random(shape) < 0.5, -1.0, 1.0) * rng.uniform(0.25, 2.0, shape))
+    return pair_act, mask, lp, rp, lg, rg, center_scale, out_proj, out_gate

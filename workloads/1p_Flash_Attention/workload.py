@@ -61,3 +61,34 @@ def get_flops():
     # workload of jb, and the one behind the paper's TFLOP/s figures).
     c = CONFIG
     return 4 * c["batch"] * c["num_heads"] * c["seq_len"] * c["seq_len"] * c["head_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and sequence length."""
+    c = config
+    return [{"batch": _halve(c["batch"]), "seq_len": _halve(c["seq_len"])}]
+
+
+TRIALS = ["sharp", "long_range"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). sharp: Q rescaled so the scores have a std of ~4 (the
+    softmax is far from uniform: a mean-of-V or ignore-Q/K shortcut fails); long_range: every query
+    leans on a few keys spread over the whole sequence (a windowed or prefix-exact kernel fails)."""
+    from jb import inputs as jbi
+
+    q, k, v = inputs
+    scale = q.shape[-1] ** -0.5
+    if name == "sharp":
+        q = jbi.sharpen(q, k, scale)
+    elif name == "long_range":
+        q, k = jbi.long_range(rng, q, k, scale)
+    else:
+        return None
+    return q, k, v

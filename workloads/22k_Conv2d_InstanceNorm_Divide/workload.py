@@ -80,3 +80,17 @@ def workload(x, weight, conv_bias, in_weight, in_bias):
     h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
     h = h * in_weight.astype(f32)[None, :, None, None] + in_bias.astype(f32)[None, :, None, None]
     return (h / 2.0).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output channels."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_channels": _halve(c["out_channels"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

@@ -59,3 +59,29 @@ def workload(x, weight, bias):
     h = jax.nn.logsumexp(h, axis=1, keepdims=True)
     h = jax.nn.logsumexp(h, axis=1, keepdims=True)
     return h.astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]
+
+
+TRIALS = ["affine"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). affine: the bias drawn N(0, 1) instead of N(0, 0.02): the
+    output is sum_j (x W^T)_j + sum(bias), and with the published bias the second term (~0.02 *
+    sqrt(out)) hides under the tolerance, so a kernel that drops the bias would pass."""
+    if name != "affine":
+        return None
+    from jb import inputs as jbi
+
+    x, weight, bias = inputs
+    return x, weight, jbi.like(bias, rng.standard_normal(bias.shape))

@@ -55,3 +55,14 @@ def workload(x, weight, bias):
     l = jax.nn.logsumexp(h, axis=1, keepdims=True)
     y = l * (l * jnp.tanh(jax.nn.softplus(l)))  # l * mish(l)
     return y.astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and hidden size."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "hidden_size": _halve(c["hidden_size"])}]

@@ -94,3 +94,17 @@ def workload(x, weight, conv_bias, gamma, beta):
     h = ((g - mean) * jax.lax.rsqrt(var + 1e-5)).reshape(h.shape)
     h = h * gamma.astype(f32)[None, :, None, None, None] + beta.astype(f32)[None, :, None, None, None]
     return jnp.mean(h, axis=(1, 2, 3, 4)).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch (24 channels in 8 groups kept)."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

@@ -5,6 +5,16 @@ to h viewed as (batch, 1, 1, out_features): each row is normalised over its out_
 (biased variance, eps 1e-5), then scaled by in_weight and shifted by in_bias (per feature).
 Then y = (n + y_in) * y_in, with y_in the second input, shape (batch_size, out_features).
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Deliberate divergence from the published JAXBench program (kept, documented): the published 26k
+normalises h viewed as (batch, out_features, 1, 1), i.e. over its singleton spatial dimensions,
+so every normalised value is (h - h) / sqrt(0 + eps) = 0 and the result is in_bias whatever x and
+W are: its GEMM is computed and thrown away (XLA may even remove it). jb keeps KernelBench's
+semantics (InstanceNorm2d over the (1, out_features) "image" of each row: a per-row instance
+norm), the meaningful program. Effect on the baseline: jb's XLA reference really computes the
+(batch x in x out) GEMM plus a row reduction, so its time is that of a GEMM-bound program and not
+the published one's (which can be much faster if the dead GEMM is eliminated); speedups on 26k
+are relative to this meaningful reference and are not comparable with the published 26k numbers.
 """
 
 import jax
@@ -59,3 +69,17 @@ def workload(x, y, weight, bmm_bias, in_weight, in_bias):
     n = n * in_weight.astype(jnp.float32) + in_bias.astype(jnp.float32)
     y32 = y.astype(jnp.float32)
     return ((n + y32) * y32).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

@@ -2,9 +2,12 @@
 
 h = conv_transpose3d(x, W) + conv_bias with kernel 4, stride 2, padding 1; x is NCDHW
 (batch, 32, 16, 32, 32) and W (in, out, 4, 4, 4) in PyTorch's ConvTranspose layout, so h is
-(batch, 64, 32, 64, 64). The transposed convolution is computed as a stride-1 convolution of the
-zero-dilated input (lhs_dilation = stride, padding kernel - 1 - padding = 2 on each side) with the
-spatially flipped kernel, in NDHWC with float32 accumulation.
+(batch, 64, 32, 64, 64). As in the published program, the transposed convolution is computed by
+zero-dilating the input explicitly (a zero tensor with the input scattered at every stride-th
+position) and running a plain stride-1 convolution (padding kernel - 1 - padding = 2 on each side)
+with the spatially flipped kernel, in NDHWC with float32 accumulation. (A convolution with
+lhs_dilation computes the same function but is a different XLA program, with a different time:
+the baseline is the paper's program.)
 Then LayerNorm(out_channels) as KernelBench applies it: over the LAST axis, W_out = 64 (which
 equals out_channels), biased variance, eps 1e-5, with ln_weight, ln_bias; then the exact (erf)
 GELU and * 1.0. W is N(0, 1) as published. The epilogue runs in float32 and the output has the
@@ -82,9 +85,12 @@ def _conv_transpose3d(x, weight, stride, padding):
     flipped = weight[:, :, ::-1, ::-1, ::-1]
     rhs = jnp.transpose(flipped, (2, 3, 4, 0, 1))  # DHWIO with I = in, O = out
     pad = k - 1 - padding
+    xl = jnp.transpose(x, (0, 2, 3, 4, 1))  # NDHWC
+    n, d, h, w, c = xl.shape
+    dilated = jnp.zeros((n, (d - 1) * stride + 1, (h - 1) * stride + 1, (w - 1) * stride + 1, c), xl.dtype)
+    dilated = dilated.at[:, ::stride, ::stride, ::stride, :].set(xl)
     y = jax.lax.conv_general_dilated(
-        jnp.transpose(x, (0, 2, 3, 4, 1)), rhs,
-        window_strides=(1, 1, 1), padding=[(pad, pad)] * 3, lhs_dilation=(stride,) * 3,
+        dilated, rhs, window_strides=(1, 1, 1), padding=[(pad, pad)] * 3,
         dimension_numbers=("NDHWC", "DHWIO", "NDHWC"), preferred_element_type=jnp.float32,
     )
     return jnp.transpose(y, (0, 4, 1, 2, 3))
@@ -99,3 +105,18 @@ def workload(x, conv_weight, conv_bias, ln_weight, ln_bias):
     h = h * ln_weight.astype(f32) + ln_bias.astype(f32)
     h = jax.nn.gelu(h, approximate=False)
     return (h * 1.0).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and input
+    channels (out_channels stays: the LayerNorm runs over the output width, 2 * width == out_channels)."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "in_channels": _halve(c["in_channels"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

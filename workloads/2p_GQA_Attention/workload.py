@@ -69,3 +69,37 @@ def get_flops():
     # QK^T and PV over all query heads: 4*B*Hq*S*S*D (causal not halved, as in every jb attention).
     c = CONFIG
     return 4 * c["batch"] * c["num_query_heads"] * c["seq_len"] * c["seq_len"] * c["head_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence length and the GQA ratio (half as many query heads per KV head)."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"]), "num_kv_heads": 2 * c["num_kv_heads"]}]
+
+
+TRIALS = ["sharp", "long_range"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs). sharp: Q rescaled so the scores have a std of ~4 (the
+    softmax is far from uniform: a mean-of-V or ignore-Q/K shortcut fails); long_range: every query
+    leans on a few keys spread over the whole sequence (a windowed or prefix-exact kernel fails)."""
+    from jb import inputs as jbi
+
+    q, k, v = inputs  # (B, S, H, D)
+    scale = q.shape[-1] ** -0.5
+    if name == "sharp":
+        # std 2 (twice the published spread): the hand-tuned splash baseline pre-scales Q by
+        # D^-0.5 in bf16, a score error ~|score| * 2^-9 that a std of 4 turns into 4-ulp outputs.
+        q = jbi.sharpen(q, k, scale, target_std=2.0)
+    elif name == "long_range":
+        qt, kt = jbi.long_range(rng, jnp.swapaxes(q, 1, 2), jnp.swapaxes(k, 1, 2), scale)
+        q, k = jnp.swapaxes(qt, 1, 2), jnp.swapaxes(kt, 1, 2)
+    else:
+        return None
+    return q, k, v

@@ -52,3 +52,14 @@ def workload(x, w1, b1, w2, b2):
     h = jax.nn.sigmoid(h).astype(x.dtype)
     z = jax.lax.dot_general(h, w2, dims, preferred_element_type=jnp.float32) + b2.astype(jnp.float32)
     return jax.nn.logsumexp(z, axis=1).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output size."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "output_size": _halve(c["output_size"])}]

@@ -2,7 +2,8 @@
 
 h = conv2d(x, W) + bias (3x3, stride 1, VALID); h = tanh(softplus(h)) * h (Mish);
 BatchNorm2d in training mode: each channel normalised with the mean and biased variance over
-batch, H and W (eps 1e-5; weight 1, bias 0). W and bias are N(0, 1) as published. x is NCHW
+batch, H and W (eps 1e-5), then scaled by bn_weight and shifted by bn_bias (inputs, as in the
+published function; created as ones and zeros). W and bias are N(0, 1) as published. x is NCHW
 (batch, 64, 128, 128), the output (batch, 128, 126, 126). The convolution runs in NHWC with
 float32 accumulation; the epilogue runs in float32 and the output has the input dtype. The
 published image size (128 x 128) is not in CONFIG; the cpu and tiny scales add "height"/"width".
@@ -56,14 +57,15 @@ def _normal(key, shape):
 
 
 def create_inputs(dtype=jnp.float32):
-    """Returns (x, weight, bias) from key(0): x U[0,1); weight (out, in, 3, 3), bias N(0, 1)."""
+    """Returns (x, weight, bias, bn_weight, bn_bias) from key(0): x U[0,1); weight (out, in, 3, 3),
+    bias N(0, 1); bn_weight ones, bn_bias zeros (out,)."""
     b, cin, cout, k = (CONFIG[n] for n in ("batch_size", "in_channels", "out_channels", "kernel_size"))
     h, w = CONFIG.get("height", 128), CONFIG.get("width", 128)
     k_x, k_w, k_b = jax.random.split(jax.random.key(0), 3)
     x = _uniform(k_x, (b, cin, h, w)).astype(dtype)
     weight = _normal(k_w, (cout, cin, k, k)).astype(dtype)
     bias = _normal(k_b, (cout,)).astype(dtype)
-    return x, weight, bias
+    return x, weight, bias, jnp.ones((cout,), dtype), jnp.zeros((cout,), dtype)
 
 
 def _conv2d(x, weight):
@@ -76,9 +78,25 @@ def _conv2d(x, weight):
     return jnp.transpose(y, (0, 3, 1, 2))
 
 
-def workload(x, weight, bias):
+def workload(x, weight, bias, bn_weight, bn_bias):
     h = _conv2d(x, weight) + bias.astype(jnp.float32)[None, :, None, None]
     h = jnp.tanh(jax.nn.softplus(h)) * h
     mean = jnp.mean(h, axis=(0, 2, 3), keepdims=True)
     var = jnp.mean(jnp.square(h - mean), axis=(0, 2, 3), keepdims=True)
-    return ((h - mean) * jax.lax.rsqrt(var + 1e-5)).astype(x.dtype)
+    h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
+    h = h * bn_weight.astype(jnp.float32)[None, :, None, None] + bn_bias.astype(jnp.float32)[None, :, None, None]
+    return h.astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output channels."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_channels": _halve(c["out_channels"])}]
+
+
+TRIALS = ["affine"]  # bn_weight / bn_bias are redrawn in every trial; wider in "affine"

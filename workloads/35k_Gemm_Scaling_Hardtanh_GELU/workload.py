@@ -51,3 +51,14 @@ def workload(x, weight, bias):
     h = jnp.clip(h * 0.5, -2.0, 2.0)
     y = 0.5 * h * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * h * h * h)))
     return y.astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]

@@ -72,3 +72,14 @@ def workload(x, weight, bias):
     h = _conv2d(x, weight) + bias.astype(jnp.float32)[None, :, None, None]
     h = jax.nn.gelu(h, approximate=False)
     return jnp.mean(h, axis=(2, 3)).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output channels."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_channels": _halve(c["out_channels"])}]

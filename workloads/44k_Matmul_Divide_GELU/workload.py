@@ -45,3 +45,14 @@ def create_inputs(dtype=jnp.float32):
 def workload(x, weight, bias):
     h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
     return jax.nn.gelu(h / 10.0, approximate=False).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output size."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "output_size": _halve(c["output_size"])}]

@@ -63,3 +63,17 @@ def workload(x, weight, bias, gn_weight, gn_bias, multiply_weight):
     h = h * jax.nn.sigmoid(h)
     h = h * multiply_weight.astype(f32)
     return (h * jax.nn.sigmoid(h)).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

@@ -88,3 +88,17 @@ def workload(x, weight, bias, gn_weight, gn_bias):
     t = jnp.tanh(n)
     s = t * jnp.clip(t + 3.0, 0.0, 6.0) / 6.0
     return jax.nn.logsumexp(c + s, axis=1, keepdims=True).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output channels."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_channels": _halve(c["out_channels"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

@@ -62,3 +62,17 @@ def workload(x, weight, linear_bias, bn_weight, bn_bias, bn_mean, bn_var, bias):
     h = h + bias.astype(f32)
     h = h / 1.0
     return (h * jax.nn.sigmoid(h)).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]
+
+
+TRIALS = ["affine"]  # the constant norm parameters are redrawn in every trial; wider in "affine"

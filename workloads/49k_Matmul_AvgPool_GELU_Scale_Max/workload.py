@@ -49,3 +49,14 @@ def workload(x, weight, bias):
     p = jax.lax.reduce_window(h, 0.0, jax.lax.add, (1, 16), (1, 16), "VALID") / 16.0
     y = jax.nn.gelu(p, approximate=False) * 2.0
     return jnp.max(y, axis=1).astype(x.dtype)
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): batch and output features."""
+    c = config
+    return [{"batch_size": _halve(c["batch_size"]), "out_features": _halve(c["out_features"])}]

@@ -41,11 +41,13 @@ META = {
 }
 
 # K, V ~ N(0, 0.02) and Q ~ N(0, 1) give scores of std ~0.02: the softmax is nearly uniform and
-# each output is ~0.02/sqrt(kv_len) (~3e-4 at kv_len 4096), far below the default atol 1e-2 (an
-# all-zero output would pass everywhere). With every kv_len >= 128 the probabilities are small, so
-# rounding them to bf16 moves outputs by < 1e-4 (measured <= 6e-5 at tiny scale, 2x "large"
-# inputs): atol 1e-4 (~1/3 of the paper-scale output std); rtol 1e-2 covers bf16 output rounding.
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-2}
+# each output is ~0.02/sqrt(kv_len) (~3e-4 at kv_len 4096). jb's trials therefore draw random kv
+# lengths (some within one page: outputs ~V itself, ~0.02) and a "sharp" trial (scores of std ~4).
+# Under sharp scores an honest kernel that rounds the scores to bf16 (the hand-tuned Pallas
+# paged_attention does) moves outputs by up to ~5e-4 (measured 4.9e-4 at tiny scale): atol 5e-4
+# (2.5% of V's std, as 4p/5p); rtol 1e-2 covers bf16 rounding of the output. An all-zero or
+# query-ignoring output is off by ~1e-2 on the short and sharp trials.
+TOLERANCE = {"atol": 5e-4, "rtol": 1e-2}
 
 MASK_VALUE = -1e30
 
@@ -93,3 +95,43 @@ def get_flops():
     # create_inputs gives every sequence kv_len = max_seq_len.
     c = CONFIG
     return 4 * c["num_seqs"] * c["num_query_heads"] * c["max_seq_len"] * c["head_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): sequence count and page size (pages per sequence halved: same max_seq_len)."""
+    c = config
+    return [{"num_seqs": _halve(c["num_seqs"]), "page_size": 2 * c["page_size"], "pages_per_seq": c["pages_per_seq"] // 2}]
+
+
+TRIALS = ["random_pages", "sharp"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: a random page table (each sequence gets random,
+    scattered pages of the pool) and random kv lengths (one full, one within the first page, the
+    rest uniform in [1, max]). random_pages: half the sequences short (< 2 pages), half full.
+    sharp: Q rescaled so the scores have a std of ~4 (a kernel ignoring Q/K fails)."""
+    import numpy as np
+    from jb import inputs as jbi
+
+    queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens = inputs
+    n, pps = page_indices.shape
+    total, page_size = k_pages.shape[0], k_pages.shape[1]
+    max_len = pps * page_size
+    table = rng.permutation(total)[: n * pps].reshape(n, pps)
+    if name == "random_pages":
+        lens = np.where(np.arange(n) % 2 == 0, rng.integers(1, 2 * page_size, n), max_len)
+    else:
+        lens = rng.integers(1, max_len + 1, n)
+        lens[0] = max_len
+        if n > 1:
+            lens[1] = rng.integers(1, page_size + 1)
+    lens = rng.permutation(np.minimum(lens, max_len))
+    if name == "sharp":
+        queries = jbi.sharpen(queries, k_pages, queries.shape[-1] ** -0.5)
+    return (queries, k_pages, v_pages, jbi.like(kv_lens, lens), jbi.like(page_indices, table), cu_q_lens)

@@ -176,3 +176,49 @@ def get_flops():
     c = CONFIG
     q_lens, kv_lens = scenario()
     return 4 * c["num_q_heads"] * c["head_dim"] * sum(q * kv for q, kv in zip(q_lens, kv_lens))
+
+
+
+def variants(config):
+    """Held-out variant (CONFIG overrides relative to the scaled config): two more (inactive)
+    sequence slots (the page pool and page table grow) and, where the scale puts the scenario in
+    CONFIG (cpu, tiny), the scenario reversed (prefill chunks first: every sequence's q_len,
+    kv_len and query rows change). The paper's scenario is a module constant, not a CONFIG key."""
+    c = config
+    out = {"max_num_seqs": c["max_num_seqs"] + 2}
+    if "active_q_lens" in c and "active_kv_lens" in c:
+        out["active_q_lens"] = tuple(c["active_q_lens"])[::-1]
+        out["active_kv_lens"] = tuple(c["active_kv_lens"])[::-1]
+    return [out]
+
+
+TRIALS = ["random_pages", "sharp"]
+
+
+def make_trial(name, rng, inputs):
+    """jb trial hook (see jb.inputs), every trial: a fresh random permutation of all pages as the
+    page table, and every active sequence's kv length redrawn in [q_len, its scenario kv_len] (the
+    scenario's kv_len is the static bound on gathered pages; one sequence stays at it).
+    random_pages: the lengths are either the shortest valid (q_len) or the bound. sharp: Q rescaled
+    so the scores have a std of ~4. The query rows (cu_q_lens) are the static scenario."""
+    import numpy as np
+    from jb import inputs as jbi
+
+    queries, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs = inputs
+    bound = np.asarray(kv_lens)
+    q_lens = np.diff(np.asarray(cu_q_lens))
+    active = int(np.asarray(num_seqs)[0])
+    lens = bound.copy()
+    for i in range(active):
+        lo, hi = int(q_lens[i]), int(bound[i])
+        if name == "random_pages":
+            lens[i] = lo if rng.random() < 0.5 else hi
+        else:
+            lens[i] = rng.integers(lo, hi + 1)
+    if active:
+        j = int(rng.integers(active))
+        lens[j] = bound[j]
+    table = rng.permutation(kv_pages.shape[0]).reshape(page_indices.shape)
+    if name == "sharp":
+        queries = jbi.sharpen(queries, kv_pages[:, :, 0::2], queries.shape[-1] ** -0.5)
+    return (queries, kv_pages, jbi.like(kv_lens, lens), jbi.like(page_indices, table), cu_q_lens, num_seqs)

@@ -47,3 +47,16 @@ def workload(a, b):
 def get_flops():
     c = CONFIG
     return 2 * c["M"] * c["K"] * c["N"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): M halved, and a reduction of at least 8192
+    (the paper's K): a kernel that accumulates its K tiles in bf16 passes at one K tile (tiny
+    scale) but drifts over 16 tiles of 512."""
+    c = config
+    return [{"M": _halve(c["M"]), "K": max(c["K"], 8192)}]

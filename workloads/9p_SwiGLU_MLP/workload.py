@@ -77,3 +77,14 @@ def get_flops():
     # Three matmuls (gate, up: tokens x emb x mlp; down: tokens x mlp x emb), 2 FLOPs per MAC:
     # 6 * B * S * emb_dim * mlp_dim (the published count; SiLU and the product are < 0.1 %).
     return 6 * CONFIG["batch"] * CONFIG["seq_len"] * CONFIG["emb_dim"] * CONFIG["mlp_dim"]
+
+
+def _halve(n):
+    """n // 2 when n is even and at least 2, else 2 * n (so the variant always differs)."""
+    return n // 2 if n >= 2 and n % 2 == 0 else 2 * n
+
+
+def variants(config):
+    """Held-out shape variant (CONFIG overrides relative to the scaled config): tokens and MLP width."""
+    c = config
+    return [{"seq_len": _halve(c["seq_len"]), "mlp_dim": _halve(c["mlp_dim"])}]
