@@ -6,7 +6,7 @@ pub mod db;
 use std::path::{Path, PathBuf};
 
 pub use cas::{BlobError, Cas};
-pub use db::{ActionRecord, Db};
+pub use db::{ActionRecord, Db, Write};
 
 use crate::error::Result;
 

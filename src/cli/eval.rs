@@ -184,8 +184,10 @@ fn result_json(
     let profile = find(steps, &id("profile"));
     // The candidate's status: the first step that did not pass decides.
     let (status, reasons) = match (compile, verify) {
-        (Some(c), _) if c.status != "ok" => (c.status.clone(), c.result.get("reasons").cloned()),
-        (_, Some(v)) => (v.status.clone(), v.result.get("reasons").cloned()),
+        (Some(c), _) if c.status != "ok" => {
+            (c.status.to_string(), c.result.get("reasons").cloned())
+        }
+        (_, Some(v)) => (v.status.to_string(), v.result.get("reasons").cloned()),
         _ => (
             "crashed".to_string(),
             Some(json!(["the candidate was not evaluated"])),

@@ -27,7 +27,7 @@ pub fn grid(req: &StepRequest) -> StepOutput {
         if let Some(p) = d.vars.get("config_params") {
             c.params = p.clone();
         }
-        c.statuses.insert(d.kind.clone(), d.status.clone());
+        c.statuses.insert(d.kind.clone(), d.status.to_string());
         if d.kind == "profile" && d.status == "ok" {
             c.median_ms = d.result.get("median_ms").and_then(Value::as_f64);
         }
@@ -105,7 +105,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
         ..
     } in &req.deps
     {
-        *counts.entry(status.clone()).or_default() += 1;
+        *counts.entry(status.to_string()).or_default() += 1;
         rows.push(json!({
             "step": step_id,
             "kind": kind,
