@@ -158,16 +158,23 @@ impl StepStatus {
         }
     }
 
-    /// The outcome class of an evaluated candidate whose (worst) status is this.
+    /// The outcome class of an evaluated candidate whose (worst) status is this: the one
+    /// status -> outcome mapping (`agent::accounting` and `report::methods` use it).
     pub fn outcome_class(self) -> OutcomeClass {
         match self {
             StepStatus::Correct | StepStatus::Ok => OutcomeClass::Correct,
-            StepStatus::CompileError => OutcomeClass::CompileError,
-            StepStatus::RuntimeError | StepStatus::Timeout | StepStatus::Crashed => {
-                OutcomeClass::RuntimeError
-            }
+            StepStatus::CompileError | StepStatus::NoCode => OutcomeClass::CompileError,
+            StepStatus::RuntimeError
+            | StepStatus::Timeout
+            | StepStatus::Crashed
+            | StepStatus::Failed => OutcomeClass::RuntimeError,
             StepStatus::Incorrect | StepStatus::Rejected => OutcomeClass::Incorrect,
-            _ => OutcomeClass::EvalError,
+            StepStatus::Error
+            | StepStatus::Unsupported
+            | StepStatus::Invalid
+            | StepStatus::Skipped
+            | StepStatus::Cancelled
+            | StepStatus::NotExportable => OutcomeClass::EvalError,
         }
     }
 }
