@@ -1,5 +1,6 @@
 //! Pipelines: YAML files under `pipelines/`, validated and expanded into concrete step instances.
 
+pub mod diagnostic;
 pub mod locate;
 pub mod paths;
 pub mod schema;
