@@ -305,12 +305,11 @@ impl Db {
 
     /// Mark `key` as the latest for `step_id` (a cache hit under new components).
     pub fn set_latest(&self, step_id: &str, key: &str, components: &KeyComponents) -> Result<()> {
-        let components = serde_json::to_string(components).map_err(json_err)?;
-        self.conn().execute(
-            "INSERT OR REPLACE INTO latest (step_id, key, components, updated_at) VALUES (?1, ?2, ?3, ?4)",
-            params![step_id, key, components, now()],
-        )?;
-        Ok(())
+        self.write_batch(&[Write::Latest {
+            step_id: step_id.to_string(),
+            key: key.to_string(),
+            components: components.clone(),
+        }])
     }
 
     pub fn latest(&self, step_id: &str) -> Result<Option<(String, KeyComponents)>> {
@@ -371,22 +370,6 @@ impl Db {
         Ok(())
     }
 
-    pub fn record_step(
-        &self,
-        run_id: i64,
-        step_id: &str,
-        key: &str,
-        status: &str,
-        cached: bool,
-        duration_ms: f64,
-    ) -> Result<()> {
-        self.conn().execute(
-            "INSERT OR REPLACE INTO step_results (run_id, step_id, key, status, cached, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![run_id, step_id, key, status, cached as i64, duration_ms],
-        )?;
-        Ok(())
-    }
-
     /// Add measurement samples under a key (re-measurements accumulate).
     pub fn add_samples(
         &self,
@@ -395,17 +378,12 @@ impl Db {
         device_ms: &[f64],
         wall_ms: &[f64],
     ) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let n = device_ms.len().max(wall_ms.len());
-        for i in 0..n {
-            tx.execute(
-                "INSERT INTO samples (key, run_id, idx, device_ms, wall_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![key, run_id, i as i64, device_ms.get(i), wall_ms.get(i)],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.write_batch(&[Write::Samples {
+            key: key.to_string(),
+            run_id,
+            device_ms: device_ms.to_vec(),
+            wall_ms: wall_ms.to_vec(),
+        }])
     }
 
     /// All samples of a key: (run_id, device_ms) in insertion order.
