@@ -262,8 +262,8 @@ fn dry_run_says_blocked_where_the_build_skips() {
         .engine()
         .plan(&set, &closure_in_order(&set, &all), false)
         .unwrap();
-    assert_eq!(plan[0].action, "cached");
-    assert_eq!(plan[1].action, "blocked", "{plan:?}");
+    assert_eq!(plan[0].action, jb::engine::PlanAction::Cached);
+    assert_eq!(plan[1].action, jb::engine::PlanAction::Blocked, "{plan:?}");
     assert_eq!(plan[1].reason, "upstream p/c is compile_error");
 }
 

@@ -94,10 +94,41 @@ pub struct BuildSummary {
 pub struct PlanEntry {
     pub step: String,
     pub kind: String,
-    /// `run`, `cached` or `blocked`.
-    pub action: String,
+    pub action: PlanAction,
     pub reason: String,
     pub key: Option<String>,
+}
+
+/// What a build would do with a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanAction {
+    Run,
+    Cached,
+    /// An upstream status blocks it: it would inherit a status and run nothing.
+    Blocked,
+}
+
+impl PlanAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanAction::Run => "run",
+            PlanAction::Cached => "cached",
+            PlanAction::Blocked => "blocked",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for PlanAction {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 pub struct Engine {
@@ -267,7 +298,7 @@ impl Engine {
                         result,
                         key: key.clone().unwrap_or_default(),
                     };
-                    ("blocked", reason, Known::Done(done))
+                    (PlanAction::Blocked, reason, Known::Done(done))
                 }
                 Decision::Cached(rec) => {
                     let done = Done {
@@ -277,15 +308,15 @@ impl Engine {
                         key: key.clone().unwrap_or_default(),
                     };
                     let reason = format!("up to date ({})", rec.status);
-                    ("cached", reason, Known::Done(done))
+                    (PlanAction::Cached, reason, Known::Done(done))
                 }
-                Decision::Run { reason } => ("run", reason, Known::Pending),
+                Decision::Run { reason } => (PlanAction::Run, reason, Known::Pending),
             };
             known.insert(i, state);
             out.push(PlanEntry {
                 step: step.id.clone(),
                 kind: step.kind.as_str().into(),
-                action: action.into(),
+                action,
                 reason,
                 key,
             });
