@@ -89,6 +89,29 @@ pub fn acquire(path: &Path, cancel: &CancelFlag) -> std::io::Result<Acquired> {
     }
 }
 
+/// Remove the key lock files no build holds now (`jb cache gc`); returns how many. A build that
+/// opened a removed file just before still locks it and then re-checks the cache, so the worst
+/// case of a race is one step computed twice, never a wrong result.
+pub fn prune_key_locks(cache_dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(cache_dir.join("locks")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("key-") {
+            continue;
+        }
+        let Ok(file) = File::open(e.path()) else {
+            continue;
+        };
+        if try_flock(&file).unwrap_or(false) && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +129,19 @@ mod tests {
         assert!(!waiter.is_finished(), "the lock is exclusive");
         drop(first);
         assert!(matches!(waiter.join().unwrap(), Acquired::Waited(_)));
+    }
+
+    #[test]
+    fn pruning_keeps_held_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancelFlag::default();
+        let held = acquire(&key_lock_path(dir.path(), "held"), &cancel).unwrap();
+        drop(acquire(&key_lock_path(dir.path(), "free"), &cancel).unwrap());
+        drop(acquire(&device_lock_path(dir.path(), 0), &cancel).unwrap());
+        assert_eq!(prune_key_locks(dir.path()), 1);
+        assert!(key_lock_path(dir.path(), "held").exists());
+        assert!(device_lock_path(dir.path(), 0).exists());
+        drop(held);
     }
 
     #[test]
