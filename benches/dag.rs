@@ -4,6 +4,8 @@
 //!    one-input-change builds of jb beside GNU make on the same DAG, in one run.
 //! 2. A no-op `jb build all` on the repository's full default graph, if its cache is populated
 //!    (run `jb build all` first); also checks that no Python process was started.
+//!
+//! `JB_BENCH_BIN=/path/to/jb` times another jb binary (e.g. an older build) with the same bench.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,8 +13,8 @@ use std::time::Instant;
 
 const CHAINS: usize = 50;
 
-fn jb() -> &'static str {
-    env!("CARGO_BIN_EXE_jb")
+fn jb() -> String {
+    std::env::var("JB_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_jb").to_string())
 }
 
 fn write(dir: &Path, rel: &str, text: &str) {
@@ -66,7 +68,25 @@ fn setup(dir: &Path) {
     write(dir, "Makefile", &mk);
 }
 
-fn time(dir: &Path, program: &str, args: &[&str]) -> f64 {
+/// Wall-clock and CPU (user + system of the process and everything it waited for) milliseconds.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    wall: f64,
+    cpu: f64,
+}
+
+/// CPU milliseconds used so far by this process's waited-for children.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct we pass; nothing else is shared.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(u.ru_utime) + ms(u.ru_stime)
+}
+
+fn time(dir: &Path, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Timing {
+    let program = program.as_ref();
+    let cpu0 = children_cpu_ms();
     let t0 = Instant::now();
     let out = Command::new(program)
         .args(args)
@@ -76,15 +96,26 @@ fn time(dir: &Path, program: &str, args: &[&str]) -> f64 {
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     assert!(
         out.status.success(),
-        "{program} {args:?} failed: {}",
+        "{program:?} {args:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    ms
+    Timing {
+        wall: ms,
+        cpu: children_cpu_ms() - cpu0,
+    }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median_of(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// Wall and CPU medians, each on its own.
+fn median(v: Vec<Timing>) -> Timing {
+    Timing {
+        wall: median_of(v.iter().map(|t| t.wall).collect()),
+        cpu: median_of(v.iter().map(|t| t.cpu).collect()),
+    }
 }
 
 fn ran_steps(dir: &Path) -> usize {
@@ -146,23 +177,39 @@ fn main() {
         .filter(|s| s["cached"] == false)
         .map(|s| s["step"].as_str().unwrap().to_string())
         .collect();
-    println!("{:<28} {:>10} {:>10}", "", "jb (ms)", "make (ms)");
-    println!("{:<28} {:>10.1} {:>10.1}", "cold", jb_cold, make_cold);
-    println!("{:<28} {:>10.1} {:>10.1}", "no-op", jb_noop, make_noop);
+    // A touch that keeps the content reruns nothing.
+    let text = std::fs::read_to_string(d.join("src/in3.txt")).unwrap();
+    write(d, "src/in3.txt", &text);
+    let touch_plan = ran_steps(d);
     println!(
-        "{:<28} {:>10.1} {:>10.1}",
-        "one input changed",
-        median(jb_change),
-        median(make_change)
+        "{:<20} {:>9} {:>9} {:>8}   {:>9} {:>9} {:>8}",
+        "", "jb wall", "make wall", "jb/make", "jb cpu", "make cpu", "jb/make"
     );
+    let row = |name: &str, j: Timing, m: Timing| {
+        println!(
+            "{name:<20} {:>9.1} {:>9.1} {:>7.2}x   {:>9.1} {:>9.1} {:>7.2}x",
+            j.wall,
+            m.wall,
+            j.wall / m.wall,
+            j.cpu,
+            m.cpu,
+            j.cpu / m.cpu
+        );
+    };
+    println!("(milliseconds; cpu: user + system of the command and its children)");
+    row("cold", jb_cold, make_cold);
+    row("no-op", jb_noop, make_noop);
+    row("one input changed", median(jb_change), median(make_change));
+    println!("touch, same content: {touch_plan} steps would run");
     println!(
         "early cutoff: planned {cutoff_plan} (a, then unknown), ran {ran:?} in {cutoff_ms:.1} ms"
     );
 
-    // The repository's default graph, no-op.
+    // The repository's default graph, no-op, at `JB_BENCH_SCALE` (default tiny).
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scale = std::env::var("JB_BENCH_SCALE").unwrap_or_else(|_| "tiny".into());
     let plan = Command::new(jb())
-        .args(["build", "all", "--dry-run", "--json"])
+        .args(["build", "all", "--scale", &scale, "--dry-run", "--json"])
         .current_dir(repo)
         .output()
         .unwrap();
@@ -179,19 +226,22 @@ fn main() {
         .map(|a| a.iter().filter(|s| s["action"] == "run").count())
         .unwrap_or(0);
     if to_run > 0 {
-        println!("repository graph: {to_run} of {steps} steps not cached; run `jb build all` first for the no-op figure");
+        println!("repository graph: {to_run} of {steps} steps not cached; run `jb build all --scale {scale}` first for the no-op figure");
         return;
     }
     let t = median(
         (0..7)
-            .map(|_| time(repo, jb(), &["build", "all"]))
+            .map(|_| time(repo, jb(), &["build", "all", "--scale", &scale]))
             .collect(),
     );
     let python_started = Command::new("sh")
-        .args(["-c", &format!("strace -f -e trace=execve -o /dev/stdout {} build all 2>/dev/null | grep -c 'python' || true", jb())])
+        .args(["-c", &format!("strace -f -e trace=execve -o /dev/stdout {} build all --scale {scale} 2>/dev/null | grep -c 'python' || true", jb())])
         .current_dir(repo)
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    println!("repository default graph: {steps} steps, no-op `jb build all` median {t:.1} ms (execve of python seen: {python_started})");
+    println!(
+        "repository default graph: {steps} steps, no-op `jb build all --scale {scale}` median {:.1} ms wall, {:.1} ms cpu (execve of python seen: {python_started})",
+        t.wall, t.cpu
+    );
 }

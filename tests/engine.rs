@@ -243,3 +243,172 @@ fn measurements_never_overlap_and_jobs_run_in_parallel() {
     assert_eq!(s.failed, 0, "{:#?}", s.steps);
     assert_eq!(f.fake.executed().len(), 8, "{:?}", f.fake.executed());
 }
+
+#[test]
+fn dry_run_says_blocked_where_the_build_skips() {
+    let f = Fixture::new(
+        "steps:\n  c:\n    kind: compile\n  v:\n    kind: verify\n    needs: [c]\n",
+        &[],
+    );
+    f.fake.on("p/c", FakeBehavior::Fail("compile_error".into()));
+    let s = f.build(&BuildOptions {
+        keep_going: true,
+        ..Default::default()
+    });
+    assert_eq!(s.steps[1].status, jb::exec::StepStatus::Skipped);
+    let set = f.set();
+    let all: Vec<usize> = (0..set.steps.len()).collect();
+    let plan = f
+        .engine()
+        .plan(&set, &closure_in_order(&set, &all), false)
+        .unwrap();
+    assert_eq!(plan[0].action, jb::engine::PlanAction::Cached);
+    assert_eq!(plan[1].action, jb::engine::PlanAction::Blocked, "{plan:?}");
+    assert_eq!(plan[1].reason, "upstream p/c is compile_error");
+}
+
+#[test]
+fn a_no_op_build_writes_one_run_row_and_nothing_else() {
+    let f = Fixture::new(
+        "steps:\n  a:\n    kind: compile\n  b:\n    kind: verify\n    needs: [a]\n",
+        &[],
+    );
+    f.build(&BuildOptions::default());
+    let before = f.cache.db.counts().unwrap();
+    let s = f.build(&BuildOptions::default());
+    assert_eq!(s.cached, 2);
+    let after = f.cache.db.counts().unwrap();
+    for (table, n) in &before {
+        let expected = n + i64::from(table == "runs");
+        assert_eq!(after[table], expected, "{table}: {before:?} -> {after:?}");
+    }
+}
+
+/// Counts executions running at once (across every engine sharing it).
+#[derive(Default)]
+struct Overlap {
+    active: std::sync::atomic::AtomicUsize,
+    max: std::sync::atomic::AtomicUsize,
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+impl jb::exec::Executor for Overlap {
+    fn execute(&self, _req: &jb::exec::StepRequest) -> jb::exec::StepOutput {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.active.fetch_add(1, SeqCst) + 1;
+        self.max.fetch_max(now, SeqCst);
+        self.runs.fetch_add(1, SeqCst);
+        std::thread::sleep(Duration::from_millis(80));
+        self.active.fetch_sub(1, SeqCst);
+        jb::exec::StepOutput::new("ok", json!({"median_ms": 1.0, "samples_ms": [1.0]}))
+    }
+}
+
+/// Two builds on one cache (as two processes would: each opens the cache itself), each with
+/// its own engine, run concurrently.
+fn two_builds(f: &Fixture, exec: Arc<Overlap>, opts: BuildOptions) {
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let project = f.project.clone();
+            let exec = exec.clone();
+            let set = f.set();
+            let opts = opts.clone();
+            std::thread::spawn(move || {
+                let engine = Engine {
+                    cache: Arc::new(Cache::open(&project.cache_dir).unwrap()),
+                    project,
+                    executor: exec,
+                    ctx: KeyContext {
+                        scale: "tiny".into(),
+                        ..Default::default()
+                    },
+                    backend: "cpu".into(),
+                };
+                let all: Vec<usize> = (0..set.steps.len()).collect();
+                let s = engine
+                    .build(&set, &closure_in_order(&set, &all), &opts)
+                    .unwrap();
+                assert_eq!(s.failed, 0, "{:?}", s.steps);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn measurements_of_two_builds_never_overlap() {
+    let mut yaml = String::from("steps:\n");
+    for i in 0..3 {
+        yaml.push_str(&format!(
+            "  m{i}:\n    kind: profile\n    params: {{i: {i}}}\n"
+        ));
+    }
+    let f = Fixture::new(&yaml, &[]);
+    let exec = Arc::new(Overlap::default());
+    // Different salts: the two builds measure different keys, so only the device locks keep
+    // them apart.
+    let threads: Vec<_> = (0..2)
+        .map(|b| {
+            let project = f.project.clone();
+            let exec = exec.clone();
+            let set = f.set();
+            std::thread::spawn(move || {
+                let engine = Engine {
+                    cache: Arc::new(Cache::open(&project.cache_dir).unwrap()),
+                    project,
+                    executor: exec,
+                    ctx: KeyContext {
+                        scale: "tiny".into(),
+                        salt: Some(format!("build-{b}")),
+                        ..Default::default()
+                    },
+                    backend: "cpu".into(),
+                };
+                let all: Vec<usize> = (0..set.steps.len()).collect();
+                let opts = BuildOptions {
+                    jobs: 3,
+                    devices: 3,
+                    ..Default::default()
+                };
+                engine
+                    .build(&set, &closure_in_order(&set, &all), &opts)
+                    .unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(exec.runs.load(std::sync::atomic::Ordering::SeqCst), 6);
+    assert!(
+        exec.max.load(std::sync::atomic::Ordering::SeqCst) <= 3,
+        "at most one measurement per device unit"
+    );
+}
+
+#[test]
+fn concurrent_builds_wait_for_an_identical_in_flight_step() {
+    let mut yaml = String::from("steps:\n");
+    for i in 0..4 {
+        yaml.push_str(&format!(
+            "  c{i}:\n    kind: compile\n    params: {{i: {i}}}\n"
+        ));
+    }
+    let f = Fixture::new(&yaml, &[]);
+    let exec = Arc::new(Overlap::default());
+    two_builds(
+        &f,
+        exec.clone(),
+        BuildOptions {
+            jobs: 4,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        exec.runs.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "each step ran once across both builds"
+    );
+}

@@ -1,15 +1,22 @@
 //! Malformed pipelines: exit code 2, a one-line message naming file, line and column, and
-//! nothing run or written.
+//! nothing run or written. The whole stderr of each case is snapshotted
+//! (`tests/snapshots/pipeline_errors__*.snap`).
 
 mod common;
 
 use common::TestProject;
 
 fn check(name: &str, yaml: &str, line: usize, needle: &str) {
+    check_bytes(name, yaml.as_bytes(), line, needle)
+}
+
+fn check_bytes(name: &str, yaml: &[u8], line: usize, needle: &str) {
     let p = TestProject::new();
     p.write("src/a.txt", "a\n");
-    p.write("pipelines/bad.yaml", yaml);
+    std::fs::create_dir_all(p.path().join("pipelines")).unwrap();
+    std::fs::write(p.path().join("pipelines/bad.yaml"), yaml).unwrap();
     let r = p.jb(&["build"]);
+    insta::assert_snapshot!(name.replace(' ', "_"), r.stderr);
     assert_eq!(
         r.code, 2,
         "{name}: expected exit 2, got {}\nstderr: {}",
@@ -136,6 +143,13 @@ fn command_without_run() {
 fn ambiguous_foreach_entry() {
     let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    foreach:\n      - match: \"src/{{x}}.txt\"\n        values: {{y: [1]}}\n    run: echo\n");
     check("foreach", &yaml, 8, "only one of");
+}
+
+#[test]
+fn not_utf8() {
+    let mut yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    run: echo ").into_bytes();
+    yaml.extend_from_slice(b"caf\xe9\n");
+    check_bytes("not utf8", &yaml, 8, "not UTF-8");
 }
 
 #[test]

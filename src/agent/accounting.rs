@@ -71,12 +71,18 @@ impl Outcome {
 
     /// The class of an evaluated candidate from `jb eval`'s status and speedup.
     pub fn of_eval(status: &str, speedup: Option<f64>) -> Outcome {
-        match status {
-            "correct" if speedup.is_some_and(|s| s > 1.0) => Outcome::CorrectFaster,
-            "correct" => Outcome::CorrectSlower,
-            "compile_error" => Outcome::CompileError,
-            "runtime_error" | "timeout" | "crashed" => Outcome::RuntimeError,
-            "incorrect" | "rejected" => Outcome::Incorrect,
+        use crate::exec::status::{OutcomeClass, StepStatus};
+        match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
+            Ok(OutcomeClass::Correct) if status == "correct" => {
+                if speedup.is_some_and(|s| s > 1.0) {
+                    Outcome::CorrectFaster
+                } else {
+                    Outcome::CorrectSlower
+                }
+            }
+            Ok(OutcomeClass::CompileError) => Outcome::CompileError,
+            Ok(OutcomeClass::RuntimeError) => Outcome::RuntimeError,
+            Ok(OutcomeClass::Incorrect) => Outcome::Incorrect,
             _ => Outcome::EvalError,
         }
     }

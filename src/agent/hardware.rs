@@ -1,6 +1,7 @@
-//! The device table: what the prompt tells the model about the target. Figures are public
-//! per-chip numbers (dense bf16 peak, HBM capacity and bandwidth); `None` where a figure does
-//! not apply.
+//! The device table, the one owner of device facts: what the prompt tells the model about the
+//! target, and the published peaks the report's roofline uses (`report::peaks`). Figures are
+//! public per-chip numbers (dense bf16 peak, HBM capacity and bandwidth); `None` where a figure
+//! does not apply.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,11 @@ pub struct Device {
     /// `--target` name.
     pub id: &'static str,
     pub name: &'static str,
+    /// The name reports use.
+    pub short_name: &'static str,
+    /// Lower-case fragments of JAX `device_kind` strings naming this device (first match in
+    /// table order wins); empty for the generic rows.
+    pub kinds: &'static [&'static str],
     pub platform: Platform,
     /// Dense bf16 matrix peak, TFLOP/s per chip.
     pub bf16_tflops: Option<f64>,
@@ -72,6 +78,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "tpu-v5e",
         name: "TPU v5e",
+        short_name: "TPU v5e",
+        kinds: &["v5 lite", "v5e", "v5litepod"],
         platform: Platform::Tpu,
         bf16_tflops: Some(197.0),
         hbm_gib: Some(16.0),
@@ -83,6 +91,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "tpu-v6e",
         name: "TPU v6e (Trillium)",
+        short_name: "TPU v6e",
+        kinds: &["v6 lite", "v6e", "trillium", "v6"],
         platform: Platform::Tpu,
         bf16_tflops: Some(918.0),
         hbm_gib: Some(32.0),
@@ -94,6 +104,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "tpu-v5p",
         name: "TPU v5p",
+        short_name: "TPU v5p",
+        kinds: &["v5p", "v5"],
         platform: Platform::Tpu,
         bf16_tflops: Some(459.0),
         hbm_gib: Some(95.0),
@@ -105,6 +117,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "tpu",
         name: "TPU (generation unknown)",
+        short_name: "TPU",
+        kinds: &[],
         platform: Platform::Tpu,
         bf16_tflops: None,
         hbm_gib: None,
@@ -116,6 +130,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "h100",
         name: "NVIDIA H100 SXM",
+        short_name: "NVIDIA H100",
+        kinds: &["h100"],
         platform: Platform::Gpu,
         bf16_tflops: Some(989.0),
         hbm_gib: Some(80.0),
@@ -127,6 +143,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "h200",
         name: "NVIDIA H200 SXM",
+        short_name: "NVIDIA H200",
+        kinds: &["h200"],
         platform: Platform::Gpu,
         bf16_tflops: Some(989.0),
         hbm_gib: Some(141.0),
@@ -138,6 +156,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "gpu",
         name: "GPU (model unknown)",
+        short_name: "GPU",
+        kinds: &[],
         platform: Platform::Gpu,
         bf16_tflops: None,
         hbm_gib: None,
@@ -149,6 +169,8 @@ pub const DEVICES: &[Device] = &[
     Device {
         id: "cpu",
         name: "CPU (Pallas interpret mode)",
+        short_name: "CPU",
+        kinds: &[],
         platform: Platform::Cpu,
         bf16_tflops: None,
         hbm_gib: None,
@@ -171,28 +193,24 @@ pub fn ids() -> Vec<&'static str> {
 /// The device a JAX `device_kind` names (`TPU v6 lite`, `NVIDIA H100 80GB HBM3`, `cpu`), given
 /// the backend (`cpu`, `gpu`, `tpu`).
 pub fn from_device_kind(kind: &str, backend: &str) -> &'static Device {
-    let k = kind.to_lowercase();
-    let id = if k.contains("h200") {
-        "h200"
-    } else if k.contains("h100") {
-        "h100"
-    } else if k.contains("v6") {
-        "tpu-v6e"
-    } else if k.contains("v5p") {
-        "tpu-v5p"
-    } else if k.contains("v5 lite") || k.contains("v5e") || k.contains("v5litepod") {
-        "tpu-v5e"
-    } else if k.contains("v5") {
-        "tpu-v5p"
-    } else {
-        match backend {
-            "tpu" => "tpu",
-            "gpu" => "gpu",
-            _ if k.contains("tpu") => "tpu",
-            _ => "cpu",
-        }
+    if let Some(d) = known_kind(kind) {
+        return d;
+    }
+    let id = match backend {
+        "tpu" => "tpu",
+        "gpu" => "gpu",
+        _ if kind.to_lowercase().contains("tpu") => "tpu",
+        _ => "cpu",
     };
     by_id(id).expect("every id is in the table")
+}
+
+/// The specific (non-generic) device a JAX `device_kind` names, if the table knows it.
+pub fn known_kind(kind: &str) -> Option<&'static Device> {
+    let k = kind.to_lowercase();
+    DEVICES
+        .iter()
+        .find(|d| d.kinds.iter().any(|p| k.contains(p)))
 }
 
 /// The target of a session: `--target` if given, else what the fingerprint says.

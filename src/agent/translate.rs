@@ -198,7 +198,7 @@ pub fn collect(
                     usage: Value::Null,
                 };
             };
-            let mut status = r.status.clone();
+            let mut status = r.status.to_string();
             let mut error = first_reason(&r.result);
             let code = if status == "ok" {
                 let digest = r.result["files"]["candidate.py"].as_str();

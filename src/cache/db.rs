@@ -73,6 +73,57 @@ pub struct ActionRecord {
     pub duration_ms: f64,
 }
 
+/// One write of a build's batch (see [`Db::write_batch`]).
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// An action record, which also becomes its step's latest.
+    Action(ActionRecord),
+    /// A cache hit under new components becomes the step's latest.
+    Latest {
+        step_id: String,
+        key: String,
+        components: KeyComponents,
+    },
+    StepResult {
+        run_id: i64,
+        step_id: String,
+        key: String,
+        status: String,
+        cached: bool,
+        duration_ms: f64,
+    },
+    Samples {
+        key: String,
+        run_id: i64,
+        device_ms: Vec<f64>,
+        wall_ms: Vec<f64>,
+    },
+}
+
+fn insert_action(tx: &rusqlite::Transaction<'_>, rec: &ActionRecord) -> Result<()> {
+    let components = serde_json::to_string(&rec.components).map_err(json_err)?;
+    tx.execute(
+        "INSERT OR REPLACE INTO actions (key, step_id, kind, status, output_digest, result, files, components, created_at, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        params![
+            rec.key,
+            rec.step_id,
+            rec.kind,
+            rec.status,
+            rec.output_digest,
+            serde_json::to_string(&rec.result).map_err(json_err)?,
+            serde_json::to_string(&rec.files).map_err(json_err)?,
+            components,
+            rec.created_at,
+            rec.duration_ms
+        ],
+    )?;
+    tx.execute(
+        "INSERT OR REPLACE INTO latest (step_id, key, components, updated_at) VALUES (?1, ?2, ?3, ?4)",
+        params![rec.step_id, rec.key, components, now()],
+    )?;
+    Ok(())
+}
+
 /// (key, step id, files: name -> digest) of one action record.
 pub type ActionFiles = (String, String, BTreeMap<String, String>);
 
@@ -99,7 +150,15 @@ impl Db {
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(60))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        // WAL with synchronous=NORMAL: a commit is not fsynced (a process killed at any point
+        // loses nothing committed; a power cut may lose the last commits, whose steps then run
+        // again). Closing does not checkpoint: SQLite checkpoints every ~1000 pages instead, so
+        // a small build writes only its own pages.
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
         conn.execute_batch(SCHEMA)?;
         Ok(Db {
             conn: Mutex::new(conn),
@@ -163,40 +222,94 @@ impl Db {
 
     /// Store a record and make it the step's latest (one transaction).
     pub fn put_action(&self, rec: &ActionRecord) -> Result<()> {
+        self.write_batch(&[Write::Action(rec.clone())])
+    }
+
+    /// Apply writes in one transaction (all or nothing).
+    pub fn write_batch(&self, writes: &[Write]) -> Result<()> {
+        if writes.is_empty() {
+            return Ok(());
+        }
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let components = serde_json::to_string(&rec.components).map_err(json_err)?;
-        tx.execute(
-            "INSERT OR REPLACE INTO actions (key, step_id, kind, status, output_digest, result, files, components, created_at, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                rec.key,
-                rec.step_id,
-                rec.kind,
-                rec.status,
-                rec.output_digest,
-                serde_json::to_string(&rec.result).map_err(json_err)?,
-                serde_json::to_string(&rec.files).map_err(json_err)?,
-                components,
-                rec.created_at,
-                rec.duration_ms
-            ],
-        )?;
-        tx.execute(
-            "INSERT OR REPLACE INTO latest (step_id, key, components, updated_at) VALUES (?1, ?2, ?3, ?4)",
-            params![rec.step_id, rec.key, components, now()],
-        )?;
+        for w in writes {
+            match w {
+                Write::Action(rec) => insert_action(&tx, rec)?,
+                Write::Latest {
+                    step_id,
+                    key,
+                    components,
+                } => {
+                    let components = serde_json::to_string(components).map_err(json_err)?;
+                    tx.execute(
+                        "INSERT OR REPLACE INTO latest (step_id, key, components, updated_at) VALUES (?1, ?2, ?3, ?4)",
+                        params![step_id, key, components, now()],
+                    )?;
+                }
+                Write::StepResult {
+                    run_id,
+                    step_id,
+                    key,
+                    status,
+                    cached,
+                    duration_ms,
+                } => {
+                    tx.execute(
+                        "INSERT OR REPLACE INTO step_results (run_id, step_id, key, status, cached, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![run_id, step_id, key, status, *cached as i64, duration_ms],
+                    )?;
+                }
+                Write::Samples {
+                    key,
+                    run_id,
+                    device_ms,
+                    wall_ms,
+                } => {
+                    let n = device_ms.len().max(wall_ms.len());
+                    for i in 0..n {
+                        tx.execute(
+                            "INSERT INTO samples (key, run_id, idx, device_ms, wall_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                            params![key, run_id, i as i64, device_ms.get(i), wall_ms.get(i)],
+                        )?;
+                    }
+                }
+            }
+        }
         tx.commit()?;
         Ok(())
     }
 
+    /// Every step's latest key (one read at the start of a build).
+    pub fn latest_key_map(&self) -> Result<std::collections::HashMap<String, String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT step_id, key FROM latest")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Record a whole run in one row (a build that wrote nothing else).
+    pub fn insert_finished_run(
+        &self,
+        started_at: f64,
+        command: &str,
+        fingerprint: &str,
+        status: &str,
+    ) -> Result<i64> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO runs (started_at, finished_at, command, status, fingerprint) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![started_at, now(), command, status, fingerprint],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
     /// Mark `key` as the latest for `step_id` (a cache hit under new components).
     pub fn set_latest(&self, step_id: &str, key: &str, components: &KeyComponents) -> Result<()> {
-        let components = serde_json::to_string(components).map_err(json_err)?;
-        self.conn().execute(
-            "INSERT OR REPLACE INTO latest (step_id, key, components, updated_at) VALUES (?1, ?2, ?3, ?4)",
-            params![step_id, key, components, now()],
-        )?;
-        Ok(())
+        self.write_batch(&[Write::Latest {
+            step_id: step_id.to_string(),
+            key: key.to_string(),
+            components: components.clone(),
+        }])
     }
 
     pub fn latest(&self, step_id: &str) -> Result<Option<(String, KeyComponents)>> {
@@ -257,22 +370,6 @@ impl Db {
         Ok(())
     }
 
-    pub fn record_step(
-        &self,
-        run_id: i64,
-        step_id: &str,
-        key: &str,
-        status: &str,
-        cached: bool,
-        duration_ms: f64,
-    ) -> Result<()> {
-        self.conn().execute(
-            "INSERT OR REPLACE INTO step_results (run_id, step_id, key, status, cached, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![run_id, step_id, key, status, cached as i64, duration_ms],
-        )?;
-        Ok(())
-    }
-
     /// Add measurement samples under a key (re-measurements accumulate).
     pub fn add_samples(
         &self,
@@ -281,17 +378,12 @@ impl Db {
         device_ms: &[f64],
         wall_ms: &[f64],
     ) -> Result<()> {
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let n = device_ms.len().max(wall_ms.len());
-        for i in 0..n {
-            tx.execute(
-                "INSERT INTO samples (key, run_id, idx, device_ms, wall_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![key, run_id, i as i64, device_ms.get(i), wall_ms.get(i)],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.write_batch(&[Write::Samples {
+            key: key.to_string(),
+            run_id,
+            device_ms: device_ms.to_vec(),
+            wall_ms: wall_ms.to_vec(),
+        }])
     }
 
     /// All samples of a key: (run_id, device_ms) in insertion order.

@@ -6,7 +6,7 @@ pub mod db;
 use std::path::{Path, PathBuf};
 
 pub use cas::{BlobError, Cas};
-pub use db::{ActionRecord, Db};
+pub use db::{ActionRecord, Db, Write};
 
 use crate::error::Result;
 
@@ -26,12 +26,13 @@ impl Cache {
         })
     }
 
-    /// A record is usable when every blob it names is present and intact. Returns the digests
+    /// A record is usable when every blob it names is present and intact (see [`Cas::check`]:
+    /// large blobs are checked for presence here, for content when read). Returns the digests
     /// that are not (a corrupt blob is removed, so the step recomputes and rewrites it).
     pub fn check_blobs(&self, rec: &ActionRecord) -> Vec<(String, BlobError)> {
         let mut bad = Vec::new();
         for digest in rec.files.values() {
-            if let Err(e) = self.cas.verify(digest) {
+            if let Err(e) = self.cas.check(digest) {
                 if matches!(e, BlobError::Corrupt(_)) {
                     self.cas.remove(digest);
                 }

@@ -136,7 +136,7 @@ pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
         let failed: Vec<_> = summary
             .steps
             .iter()
-            .filter(|s| crate::exec::status::is_failure(&s.status))
+            .filter(|s| s.status.is_failure())
             .collect();
         for f in &failed {
             let why = f

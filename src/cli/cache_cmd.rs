@@ -75,6 +75,7 @@ pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
                     removed += 1;
                 }
             }
+            crate::engine::locks::prune_key_locks(&project.cache_dir);
             let tmp = project.cache_dir.join("tmp");
             if let Ok(entries) = std::fs::read_dir(&tmp) {
                 for e in entries.flatten() {
@@ -92,6 +93,7 @@ pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
             for name in [
                 "cas",
                 "tmp",
+                "locks",
                 "jb.sqlite",
                 "jb.sqlite-wal",
                 "jb.sqlite-shm",

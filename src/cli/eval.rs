@@ -11,7 +11,6 @@ use crate::engine::{closure_in_order, progress, BuildOptions, StepReport};
 use crate::error::{exit, JbError};
 use crate::exec::route::weakest;
 use crate::exec::sandbox::{refusal, SandboxMode, Trust};
-use crate::exec::status::is_failure;
 use crate::pipeline::{parse_pipeline, space::load_space};
 use crate::project::{absolute, Project};
 
@@ -238,12 +237,14 @@ fn result_json(
     let profile = find(steps, &id("profile"));
     // The candidate's status: the first step that did not pass decides.
     let (status, reasons) = match (compile, verify) {
-        _ if export.is_some_and(|e| is_failure(&e.status)) => {
+        _ if export.is_some_and(|e| e.status.is_failure()) => {
             let e = export.expect("checked");
-            (e.status.clone(), e.result.get("reasons").cloned())
+            (e.status.to_string(), e.result.get("reasons").cloned())
         }
-        (Some(c), _) if c.status != "ok" => (c.status.clone(), c.result.get("reasons").cloned()),
-        (_, Some(v)) => (v.status.clone(), v.result.get("reasons").cloned()),
+        (Some(c), _) if c.status != "ok" => {
+            (c.status.to_string(), c.result.get("reasons").cloned())
+        }
+        (_, Some(v)) => (v.status.to_string(), v.result.get("reasons").cloned()),
         _ => (
             "crashed".to_string(),
             Some(json!(["the candidate was not evaluated"])),

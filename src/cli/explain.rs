@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::engine::closure_in_order;
+use crate::engine::{closure_in_order, PlanAction};
 use crate::error::exit;
 use crate::graph;
 
@@ -34,10 +34,10 @@ pub fn run(global: &GlobalOpts, args: ExplainArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&plan)?);
     } else {
         for p in &plan {
-            if p.action == "cached" {
-                println!("{}: up to date", p.step);
-            } else {
-                println!("{}: would run: {}", p.step, p.reason);
+            match p.action {
+                PlanAction::Cached => println!("{}: up to date", p.step),
+                PlanAction::Blocked => println!("{}: blocked: {}", p.step, p.reason),
+                PlanAction::Run => println!("{}: would run: {}", p.step, p.reason),
             }
         }
     }

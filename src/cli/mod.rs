@@ -181,10 +181,29 @@ pub fn main() -> i32 {
                 .downcast_ref::<JbError>()
                 .map(JbError::exit_code)
                 .unwrap_or(exit::INTERNAL);
-            eprintln!("error: {e:#}");
+            match rendered(&e) {
+                Some(text) => eprint!("{text}"),
+                None => eprintln!("error: {e:#}"),
+            }
             code
         }
     }
+}
+
+/// A pipeline error drawn with its source line, on a terminal only.
+fn rendered(e: &anyhow::Error) -> Option<String> {
+    use std::io::IsTerminal;
+    let Some(JbError::Pipeline { at, message }) = e.downcast_ref::<JbError>() else {
+        return None;
+    };
+    if !std::io::stderr().is_terminal() || std::env::var_os("NO_COLOR").is_some() {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let root = crate::project::Project::discover(&cwd, None, None, None)
+        .map(|p| p.root)
+        .unwrap_or(cwd);
+    crate::pipeline::diagnostic::render(at, message, &root)
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {

@@ -127,8 +127,7 @@ pub fn backend_of(global: &GlobalOpts, fp: &BTreeMap<String, String>) -> String 
 pub fn scale_of(global: &GlobalOpts, backend: &str) -> String {
     match global.scale {
         Some(s) => s.as_str().to_string(),
-        None if backend == "cpu" => "cpu".into(),
-        None => "paper".into(),
+        None => pipeline::default_scale(backend).into(),
     }
 }
 

@@ -1,10 +1,19 @@
-//! The build engine: plans which steps must run, runs them in parallel under resource limits,
-//! and records every result in the cache.
+//! The build engine, in parts: the walker yields steps whose upstream steps settled; `decide`
+//! says blocked / cached / run (shared with `--dry-run`); admission starts runnable steps under
+//! slots, resources and device locks; tasks run them; finished steps go to the persister
+//! (batched database writes) and the reporter (progress, summary).
 
+pub mod admission;
+pub mod decide;
 pub mod keys;
+pub mod locks;
+pub mod persist;
 pub mod progress;
+pub mod reporter;
+pub mod run;
+pub mod walker;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,12 +22,17 @@ use serde_json::{json, Value};
 
 use crate::cache::{ActionRecord, Cache};
 use crate::error::{JbError, Result};
-use crate::exec::status::{blocks_dependants, inherited, is_failure};
+use crate::exec::results::{typed, ProfileResult};
+use crate::exec::status::StepStatus;
 use crate::exec::{CancelFlag, DepResult, Executor, StepOutput, StepRequest};
 use crate::key::{output_digest, KeyComponents};
 use crate::pipeline::{CachePolicy, PipelineSet, Step, StepKind};
 use crate::project::Project;
+use decide::{blocked_result, Decision, Done, Known};
 pub use keys::{FileHashes, KeyContext};
+use persist::Persister;
+use reporter::{Reporter, Settled};
+use run::{FinishedStep, Task, TaskOutcome};
 
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -55,7 +69,7 @@ impl Default for BuildOptions {
 pub struct StepReport {
     pub step: String,
     pub kind: String,
-    pub status: String,
+    pub status: StepStatus,
     pub cached: bool,
     pub key: String,
     pub duration_ms: f64,
@@ -80,9 +94,41 @@ pub struct BuildSummary {
 pub struct PlanEntry {
     pub step: String,
     pub kind: String,
-    pub action: String,
+    pub action: PlanAction,
     pub reason: String,
     pub key: Option<String>,
+}
+
+/// What a build would do with a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanAction {
+    Run,
+    Cached,
+    /// An upstream status blocks it: it would inherit a status and run nothing.
+    Blocked,
+}
+
+impl PlanAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanAction::Run => "run",
+            PlanAction::Cached => "cached",
+            PlanAction::Blocked => "blocked",
+        }
+    }
+}
+
+impl std::fmt::Display for PlanAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for PlanAction {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 pub struct Engine {
@@ -130,104 +176,37 @@ pub fn closure_in_order(set: &PipelineSet, selected: &[usize]) -> Vec<usize> {
     order
 }
 
-enum Known {
-    Done {
-        digest: String,
-        status: String,
-        result: Value,
-        key: String,
-    },
-    WillRun,
+/// A step the build decided to run, waiting for admission.
+struct Runnable {
+    idx: usize,
+    key: String,
+    comps: KeyComponents,
+    reason: String,
 }
 
-struct Resources {
-    free: BTreeMap<String, u32>,
-    running: usize,
-    exclusive_running: bool,
+/// A fresh output as stored: the result recorded, its digest, and the writes it needs.
+struct Stored {
+    result: Value,
+    digest: String,
+    record: Option<ActionRecord>,
+    samples: Option<(Vec<f64>, Vec<f64>)>,
+}
+
+/// The mutable state of one build.
+struct BuildState<'a> {
+    known: HashMap<usize, Known>,
+    files: FileHashes,
+    walker: walker::Walker,
+    runnable: VecDeque<Runnable>,
+    admission: admission::Admission,
+    persister: Persister<'a>,
+    reporter: Reporter,
+    cancel: CancelFlag,
+    /// No new step is decided or started (a failure without --keep-going, or Ctrl-C).
+    stop: bool,
 }
 
 impl Engine {
-    fn dep_outputs(
-        &self,
-        set: &PipelineSet,
-        step: &Step,
-        known: &HashMap<usize, Known>,
-    ) -> std::result::Result<Vec<(String, String)>, String> {
-        // Grid and aggregate steps read measurements (medians), which output digests leave out
-        // for early cutoff: their keys hash the upstream results in full, so a re-measurement
-        // re-ranks the grid and refreshes the report.
-        let reads_measurements = matches!(step.kind, StepKind::Grid | StepKind::Aggregate);
-        let mut out = Vec::new();
-        for &d in &step.deps {
-            match known.get(&d) {
-                Some(Known::Done { digest, result, .. }) if reads_measurements => {
-                    let mut r = result.clone();
-                    if let Value::Object(m) = &mut r {
-                        m.remove("duration_ms");
-                    }
-                    let text = crate::key::canonical_json(&json!({"digest": digest, "result": r}));
-                    out.push((
-                        set.steps[d].id.clone(),
-                        crate::key::hash_hex(text.as_bytes()),
-                    ))
-                }
-                Some(Known::Done { digest, .. }) => {
-                    out.push((set.steps[d].id.clone(), digest.clone()))
-                }
-                Some(Known::WillRun) | None => return Err(set.steps[d].id.clone()),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Why a step with these components has no usable cached result.
-    pub fn reason(&self, step: &Step, comps: &KeyComponents) -> Result<String> {
-        Ok(match self.cache.db.latest(&step.id)? {
-            None => "never ran".to_string(),
-            Some((k, _)) if k == comps.key() => {
-                "its cached result is missing or was not kept".to_string()
-            }
-            Some((_, before)) => {
-                let changes = comps.diff(&before);
-                if changes.is_empty() {
-                    "its cached result is missing".to_string()
-                } else {
-                    changes
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                }
-            }
-        })
-    }
-
-    fn cached_record(
-        &self,
-        step: &Step,
-        key: &str,
-        remeasure: bool,
-    ) -> Result<Option<ActionRecord>> {
-        if step.cache == CachePolicy::Never || (remeasure && step.kind.is_measurement()) {
-            return Ok(None);
-        }
-        let Some(rec) = self.cache.db.get_action(key)? else {
-            return Ok(None);
-        };
-        let bad = self.cache.check_blobs(&rec);
-        if !bad.is_empty() {
-            for (digest, e) in bad {
-                tracing::warn!("{}: {e}; recomputing", step.id);
-                eprintln!(
-                    "warning: {}: cached blob {digest} unusable ({e}); recomputing",
-                    step.id
-                );
-            }
-            return Ok(None);
-        }
-        Ok(Some(rec))
-    }
-
     /// Restore a command step's declared outputs from the cache when missing or different.
     fn restore_outputs(
         &self,
@@ -252,6 +231,50 @@ impl Engine {
         Ok(())
     }
 
+    fn request(
+        &self,
+        set: &PipelineSet,
+        step: &Step,
+        key: &str,
+        known: &HashMap<usize, Known>,
+        opts: &BuildOptions,
+        cancel: &CancelFlag,
+    ) -> Result<StepRequest> {
+        let tmp = self.cache.dir.join("tmp");
+        let out_dir = tempfile::Builder::new()
+            .prefix("step-")
+            .tempdir_in(&tmp)
+            .map_err(|e| JbError::io(&tmp, e))?
+            .keep();
+        let deps = step
+            .deps
+            .iter()
+            .filter_map(|d| match known.get(d) {
+                Some(Known::Done(done)) => Some(DepResult {
+                    step_id: set.steps[*d].id.clone(),
+                    kind: set.steps[*d].kind.as_str().into(),
+                    vars: set.steps[*d].vars.clone(),
+                    status: done.status,
+                    result: done.result.clone(),
+                    key: done.key.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        Ok(StepRequest {
+            step: step.clone(),
+            key: key.to_string(),
+            project: self.project.clone(),
+            scale: self.ctx.scale.clone(),
+            backend: self.backend.clone(),
+            deps,
+            out_dir,
+            timeout: opts.timeout.or(step.timeout).map(Duration::from_secs_f64),
+            memory_mb: step.memory_mb,
+            cancel: cancel.clone(),
+        })
+    }
+
     /// What a build of `order` would do, without running anything.
     pub fn plan(
         &self,
@@ -264,61 +287,39 @@ impl Engine {
         let mut out = Vec::new();
         for &i in order {
             let step = &set.steps[i];
-            let entry = match self.dep_outputs(set, step, &known) {
-                Err(dep) => {
-                    known.insert(i, Known::WillRun);
-                    PlanEntry {
-                        step: step.id.clone(),
-                        kind: step.kind.as_str().into(),
-                        action: "run".into(),
-                        reason: format!("upstream {dep} will run"),
-                        key: None,
-                    }
+            let decided = self.decide(set, step, &known, &mut files, remeasure)?;
+            let key = decided.key.map(|(k, _)| k);
+            let (action, reason, state) = match decided.decision {
+                Decision::Blocked { status, reason } => {
+                    let (result, digest) = blocked_result(status, &reason);
+                    let done = Done {
+                        digest,
+                        status,
+                        result,
+                        key: key.clone().unwrap_or_default(),
+                    };
+                    (PlanAction::Blocked, reason, Known::Done(done))
                 }
-                Ok(deps) => {
-                    let comps =
-                        keys::components(step, &self.project.root, &deps, &self.ctx, &mut files)?;
-                    let key = comps.key();
-                    match self.cached_record(step, &key, remeasure)? {
-                        Some(rec) => {
-                            known.insert(
-                                i,
-                                Known::Done {
-                                    digest: rec.output_digest.clone(),
-                                    status: rec.status.clone(),
-                                    result: rec.result.clone(),
-                                    key: key.clone(),
-                                },
-                            );
-                            PlanEntry {
-                                step: step.id.clone(),
-                                kind: step.kind.as_str().into(),
-                                action: "cached".into(),
-                                reason: format!("up to date ({})", rec.status),
-                                key: Some(key),
-                            }
-                        }
-                        None => {
-                            let reason = if remeasure && step.kind.is_measurement() {
-                                "--remeasure".to_string()
-                            } else if step.cache == CachePolicy::Never {
-                                "never cached (cache: never)".to_string()
-                            } else {
-                                self.reason(step, &comps)?
-                            };
-                            known.insert(i, Known::WillRun);
-                            PlanEntry {
-                                step: step.id.clone(),
-                                kind: step.kind.as_str().into(),
-                                action: "run".into(),
-                                reason,
-                                key: Some(key),
-                            }
-                        }
-                    }
+                Decision::Cached(rec) => {
+                    let done = Done {
+                        digest: rec.output_digest,
+                        status: StepStatus::from(rec.status.as_str()),
+                        result: rec.result,
+                        key: key.clone().unwrap_or_default(),
+                    };
+                    let reason = format!("up to date ({})", rec.status);
+                    (PlanAction::Cached, reason, Known::Done(done))
                 }
+                Decision::Run { reason } => (PlanAction::Run, reason, Known::Pending),
             };
-            out.push(entry);
+            known.insert(i, state);
+            out.push(PlanEntry {
+                step: step.id.clone(),
+                kind: step.kind.as_str().into(),
+                action,
+                reason,
+                key,
+            });
         }
         Ok(out)
     }
@@ -349,198 +350,30 @@ impl Engine {
     ) -> Result<BuildSummary> {
         let started = Instant::now();
         let fingerprint = serde_json::to_string(&self.ctx.fingerprint).unwrap_or_default();
-        let run_id = self.cache.db.start_run(&opts.command, &fingerprint)?;
-        let mut progress = progress::Progress::new(opts.progress, order.len());
-        let cancel = CancelFlag::default();
-        let mut files = FileHashes::default();
-        let mut known: HashMap<usize, Known> = HashMap::new();
-        let mut reports: BTreeMap<usize, StepReport> = BTreeMap::new();
-        let mut pending: Vec<usize> = order.to_vec();
-        let mut failed = 0usize;
-        let mut stop = false;
-        let mut interrupted = false;
-        let mut resources = Resources {
-            free: BTreeMap::new(),
-            running: 0,
-            exclusive_running: false,
+        let mut st = BuildState {
+            known: HashMap::new(),
+            files: FileHashes::default(),
+            walker: walker::Walker::new(set, order),
+            runnable: VecDeque::new(),
+            admission: admission::Admission::new(
+                opts.jobs,
+                opts.devices,
+                opts.exclusive_measurements,
+            ),
+            persister: Persister::new(&self.cache.db, &opts.command, &fingerprint)?,
+            reporter: Reporter::new(opts.progress, order.len()),
+            cancel: CancelFlag::default(),
+            stop: false,
         };
-        resources.free.insert("device".into(), opts.devices.max(1));
-        let mut tasks: tokio::task::JoinSet<(
-            usize,
-            String,
-            String,
-            KeyComponents,
-            StepOutput,
-            f64,
-            std::path::PathBuf,
-        )> = tokio::task::JoinSet::new();
+        let mut interrupted = false;
+        let mut tasks: tokio::task::JoinSet<FinishedStep> = tokio::task::JoinSet::new();
         // SIGINT, SIGTERM and SIGHUP all interrupt the build.
         let ctrl_c = crate::exec::child::termination_signal();
         tokio::pin!(ctrl_c);
-
         loop {
-            // Launch (or settle) every pending step whose upstream steps are known.
-            let mut progressed = true;
-            while progressed && !stop {
-                progressed = false;
-                let mut i = 0;
-                while i < pending.len() {
-                    let idx = pending[i];
-                    let step = &set.steps[idx];
-                    if step.deps.iter().any(|d| {
-                        !known.contains_key(d) || matches!(known.get(d), Some(Known::WillRun))
-                    }) {
-                        i += 1;
-                        continue;
-                    }
-                    // Upstream that blocks this step: inherit a status, run nothing.
-                    let blocker = if matches!(step.kind, StepKind::Grid | StepKind::Aggregate) {
-                        None
-                    } else {
-                        step.deps.iter().find_map(|d| match known.get(d) {
-                            Some(Known::Done { status, .. }) if blocks_dependants(status) => {
-                                Some((*d, status.clone()))
-                            }
-                            _ => None,
-                        })
-                    };
-                    let deps_out = self.dep_outputs(set, step, &known).expect("deps known");
-                    let comps = keys::components(
-                        step,
-                        &self.project.root,
-                        &deps_out,
-                        &self.ctx,
-                        &mut files,
-                    )?;
-                    let key = comps.key();
-                    if let Some((d, st)) = blocker {
-                        let status = inherited(&st).to_string();
-                        let reason = format!("upstream {} is {st}", set.steps[d].id);
-                        let result = json!({"status": status, "reasons": [reason.clone()]});
-                        let digest = output_digest(&result, &BTreeMap::new());
-                        known.insert(
-                            idx,
-                            Known::Done {
-                                digest,
-                                status: status.clone(),
-                                result: result.clone(),
-                                key: key.clone(),
-                            },
-                        );
-                        self.cache
-                            .db
-                            .record_step(run_id, &step.id, &key, &status, false, 0.0)?;
-                        progress.settled(&step.id, &status, "skipped");
-                        reports.insert(
-                            idx,
-                            StepReport {
-                                step: step.id.clone(),
-                                kind: step.kind.as_str().into(),
-                                status,
-                                cached: false,
-                                key,
-                                duration_ms: 0.0,
-                                reason,
-                                result,
-                            },
-                        );
-                        pending.remove(i);
-                        progressed = true;
-                        continue;
-                    }
-                    if let Some(rec) = self.cached_record(step, &key, opts.remeasure)? {
-                        if step.kind == StepKind::Command {
-                            self.restore_outputs(step, &rec, &mut files)?;
-                        }
-                        self.cache.db.set_latest(&step.id, &key, &comps)?;
-                        self.cache.db.record_step(
-                            run_id,
-                            &step.id,
-                            &key,
-                            &rec.status,
-                            true,
-                            0.0,
-                        )?;
-                        if is_failure(&rec.status) {
-                            failed += 1;
-                            if !opts.keep_going {
-                                stop = true;
-                            }
-                        }
-                        progress.settled(&step.id, &rec.status, "cached");
-                        reports.insert(
-                            idx,
-                            StepReport {
-                                step: step.id.clone(),
-                                kind: step.kind.as_str().into(),
-                                status: rec.status.clone(),
-                                cached: true,
-                                key: key.clone(),
-                                duration_ms: 0.0,
-                                reason: "up to date".into(),
-                                result: rec.result.clone(),
-                            },
-                        );
-                        known.insert(
-                            idx,
-                            Known::Done {
-                                digest: rec.output_digest,
-                                status: rec.status,
-                                result: rec.result,
-                                key,
-                            },
-                        );
-                        pending.remove(i);
-                        progressed = true;
-                        continue;
-                    }
-                    // Must run: check resources.
-                    let exclusive = opts.exclusive_measurements && step.kind.is_measurement();
-                    let needs = self.resource_needs(step);
-                    let fits = resources.running < opts.jobs.max(1)
-                        && !resources.exclusive_running
-                        && (!exclusive || resources.running == 0)
-                        && needs
-                            .iter()
-                            .all(|(r, n)| resources.free.get(r).copied().unwrap_or(u32::MAX) >= *n);
-                    if !fits {
-                        i += 1;
-                        continue;
-                    }
-                    let reason = if opts.remeasure && step.kind.is_measurement() {
-                        "--remeasure".to_string()
-                    } else {
-                        self.reason(step, &comps)?
-                    };
-                    for (r, n) in &needs {
-                        if let Some(f) = resources.free.get_mut(r) {
-                            *f -= n;
-                        }
-                    }
-                    resources.running += 1;
-                    resources.exclusive_running |= exclusive;
-                    progress.started(&step.id, &reason);
-                    let req = self.request(set, step, &key, &known, opts, &cancel)?;
-                    let executor = self.executor.clone();
-                    let reason2 = reason.clone();
-                    tasks.spawn_blocking(move || {
-                        let t0 = Instant::now();
-                        let out = executor.execute(&req);
-                        // The step's folder is removed once its files are in the CAS.
-                        (
-                            idx,
-                            key,
-                            reason2,
-                            comps,
-                            out,
-                            t0.elapsed().as_secs_f64() * 1e3,
-                            req.out_dir,
-                        )
-                    });
-                    known.insert(idx, Known::WillRun);
-                    pending.remove(i);
-                    progressed = true;
-                }
+            if !st.stop {
+                self.settle_ready(set, opts, &mut st)?;
+                self.admit(set, opts, &mut st, &mut tasks)?;
             }
             if tasks.is_empty() {
                 break;
@@ -549,71 +382,36 @@ impl Engine {
                 j = tasks.join_next() => j,
                 _ = &mut ctrl_c, if !interrupted => {
                     interrupted = true;
-                    stop = true;
-                    cancel.cancel();
+                    st.stop = true;
+                    st.cancel.cancel();
                     self.executor.cancel_all();
                     eprintln!("interrupted: stopping; finished results are kept");
                     continue;
                 }
             };
-            let Some(joined) = joined else { break };
-            let (idx, key, reason, comps, out, ms, out_dir) =
-                joined.map_err(|e| JbError::Worker(format!("step task failed: {e}")))?;
-            let step = &set.steps[idx];
-            for (r, n) in self.resource_needs(step) {
-                if let Some(f) = resources.free.get_mut(&r) {
-                    *f += n;
-                }
+            let Some(first) = joined else { break };
+            // Every task that finished meanwhile joins this batch: one transaction for all.
+            let mut batch = vec![first];
+            while let Some(j) = tasks.try_join_next() {
+                batch.push(j);
             }
-            resources.running -= 1;
-            if opts.exclusive_measurements && step.kind.is_measurement() {
-                resources.exclusive_running = false;
+            let mut held = Vec::new();
+            for joined in batch {
+                let mut finished =
+                    joined.map_err(|e| JbError::Worker(format!("step task failed: {e}")))?;
+                held.extend(finished.key_lock.take());
+                self.finish(set, opts, &mut st, finished)?;
             }
-            // The step's files are moved into the CAS before its folder goes.
-            let stored = self.store(step, &key, &comps, &out, ms, run_id);
-            let _ = std::fs::remove_dir_all(&out_dir);
-            let stored = stored?;
-            self.cache
-                .db
-                .record_step(run_id, &step.id, &key, &out.status, false, ms)?;
-            if is_failure(&out.status) || out.status == "cancelled" {
-                failed += usize::from(out.status != "cancelled");
-                if !opts.keep_going {
-                    stop = true;
-                }
-            }
-            progress.finished(&step.id, &out.status, ms, &out.result);
-            reports.insert(
-                idx,
-                StepReport {
-                    step: step.id.clone(),
-                    kind: step.kind.as_str().into(),
-                    status: out.status.clone(),
-                    cached: false,
-                    key: key.clone(),
-                    duration_ms: ms,
-                    reason,
-                    result: stored.clone(),
-                },
-            );
-            let digest = output_digest(&stored, &BTreeMap::new());
-            let digest = self
-                .cache
-                .db
-                .get_action(&key)?
-                .map(|r| r.output_digest)
-                .unwrap_or(digest);
-            known.insert(
-                idx,
-                Known::Done {
-                    digest,
-                    status: out.status.clone(),
-                    result: stored,
-                    key,
-                },
-            );
+            st.persister.flush()?;
+            // Records are committed: builds waiting on these keys may read them now.
+            drop(held);
         }
-        progress.done();
+        let BuildState {
+            persister,
+            reporter,
+            ..
+        } = st;
+        let failed = reporter.failed;
         let status = if interrupted {
             "interrupted"
         } else if failed > 0 {
@@ -621,15 +419,16 @@ impl Engine {
         } else {
             "ok"
         };
-        self.cache.db.finish_run(run_id, status)?;
-        let ran = reports
-            .values()
+        let steps = reporter.finish();
+        let run_id = persister.finish(status)?;
+        let ran = steps
+            .iter()
             .filter(|r| !r.cached && r.duration_ms > 0.0)
             .count();
-        let cached = reports.values().filter(|r| r.cached).count();
+        let cached = steps.iter().filter(|r| r.cached).count();
         Ok(BuildSummary {
             run_id,
-            steps: reports.into_values().collect(),
+            steps,
             ran,
             cached,
             failed,
@@ -638,69 +437,207 @@ impl Engine {
         })
     }
 
-    fn resource_needs(&self, step: &Step) -> Vec<(String, u32)> {
-        let mut needs: Vec<(String, u32)> = step
-            .resources
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        if step.kind.is_measurement() && !step.resources.contains_key("device") {
-            needs.push(("device".into(), 1));
-        }
-        needs
-    }
-
-    fn request(
+    /// Decide every ready step: settle the blocked and cached ones at once (which may make
+    /// more steps ready), queue the ones that must run.
+    fn settle_ready(
         &self,
         set: &PipelineSet,
-        step: &Step,
-        key: &str,
-        known: &HashMap<usize, Known>,
         opts: &BuildOptions,
-        cancel: &CancelFlag,
-    ) -> Result<StepRequest> {
-        let tmp = self.cache.dir.join("tmp");
-        let out_dir = tempfile::Builder::new()
-            .prefix("step-")
-            .tempdir_in(&tmp)
-            .map_err(|e| JbError::io(&tmp, e))?
-            .keep();
-        let deps = step
-            .deps
-            .iter()
-            .filter_map(|d| match known.get(d) {
-                Some(Known::Done {
-                    status,
-                    result,
-                    key,
-                    ..
-                }) => Some(DepResult {
-                    step_id: set.steps[*d].id.clone(),
-                    kind: set.steps[*d].kind.as_str().into(),
-                    vars: set.steps[*d].vars.clone(),
-                    status: status.clone(),
-                    result: result.clone(),
-                    key: key.clone(),
-                }),
-                _ => None,
-            })
-            .collect();
-        Ok(StepRequest {
-            step: step.clone(),
-            key: key.to_string(),
-            project: self.project.clone(),
-            scale: self.ctx.scale.clone(),
-            backend: self.backend.clone(),
-            deps,
-            out_dir,
-            timeout: opts.timeout.or(step.timeout).map(Duration::from_secs_f64),
-            memory_mb: step.memory_mb,
-            cancel: cancel.clone(),
-        })
+        st: &mut BuildState<'_>,
+    ) -> Result<()> {
+        while !st.stop {
+            let Some(idx) = st.walker.next_ready() else {
+                break;
+            };
+            let step = &set.steps[idx];
+            let decided = self.decide(set, step, &st.known, &mut st.files, opts.remeasure)?;
+            let (key, comps) = decided
+                .key
+                .ok_or_else(|| JbError::Worker(format!("{}: upstream not settled", step.id)))?;
+            match decided.decision {
+                Decision::Blocked { status, reason } => {
+                    let (result, digest) = blocked_result(status, &reason);
+                    st.reporter.settled(
+                        idx,
+                        step,
+                        Settled::Blocked,
+                        status,
+                        &key,
+                        0.0,
+                        reason,
+                        result.clone(),
+                    );
+                    self.settle(st, idx, digest, status, result, key);
+                }
+                Decision::Cached(rec) => {
+                    self.settle_cached(step, idx, *rec, key, &comps, opts, st)?
+                }
+                Decision::Run { reason } => {
+                    st.known.insert(idx, Known::Pending);
+                    st.runnable.push_back(Runnable {
+                        idx,
+                        key,
+                        comps,
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// Store a fresh output (files into the CAS, record into the database) as the cache policy
-    /// allows; returns the result as recorded.
+    fn settle(
+        &self,
+        st: &mut BuildState<'_>,
+        idx: usize,
+        digest: String,
+        status: StepStatus,
+        result: Value,
+        key: String,
+    ) {
+        st.known.insert(
+            idx,
+            Known::Done(Done {
+                digest,
+                status,
+                result,
+                key,
+            }),
+        );
+        st.walker.settled(idx);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn settle_cached(
+        &self,
+        step: &Step,
+        idx: usize,
+        rec: ActionRecord,
+        key: String,
+        comps: &KeyComponents,
+        opts: &BuildOptions,
+        st: &mut BuildState<'_>,
+    ) -> Result<()> {
+        if step.kind == StepKind::Command {
+            self.restore_outputs(step, &rec, &mut st.files)?;
+        }
+        let status = StepStatus::from(rec.status.as_str());
+        st.persister.cache_hit(&step.id, &key, comps, status)?;
+        st.reporter.settled(
+            idx,
+            step,
+            Settled::Cached,
+            status,
+            &key,
+            0.0,
+            "up to date".into(),
+            rec.result.clone(),
+        );
+        if status.is_failure() && !opts.keep_going {
+            st.stop = true;
+        }
+        self.settle(st, idx, rec.output_digest, status, rec.result, key);
+        Ok(())
+    }
+
+    /// Start every queued step that admission lets in, in order.
+    fn admit(
+        &self,
+        set: &PipelineSet,
+        opts: &BuildOptions,
+        st: &mut BuildState<'_>,
+        tasks: &mut tokio::task::JoinSet<FinishedStep>,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < st.runnable.len() {
+            let step = &set.steps[st.runnable[i].idx];
+            let Some(grant) = st.admission.try_admit(step) else {
+                i += 1;
+                continue;
+            };
+            let r = st.runnable.remove(i).expect("index in range");
+            st.reporter.started(&step.id, &r.reason);
+            let request = self.request(set, step, &r.key, &st.known, opts, &st.cancel)?;
+            let task = Task {
+                idx: r.idx,
+                key: r.key,
+                comps: r.comps,
+                reason: r.reason,
+                grant,
+                request,
+                cache: self.cache.clone(),
+                executor: self.executor.clone(),
+                remeasure: opts.remeasure,
+            };
+            tasks.spawn_blocking(move || task.run());
+        }
+        Ok(())
+    }
+
+    /// A task ended: release its resources, store and report its outcome.
+    fn finish(
+        &self,
+        set: &PipelineSet,
+        opts: &BuildOptions,
+        st: &mut BuildState<'_>,
+        finished: FinishedStep,
+    ) -> Result<()> {
+        st.admission.release(&finished.grant);
+        let step = &set.steps[finished.idx];
+        let out = match finished.outcome {
+            TaskOutcome::FoundCached(rec) => {
+                let _ = std::fs::remove_dir_all(&finished.out_dir);
+                return self.settle_cached(
+                    step,
+                    finished.idx,
+                    *rec,
+                    finished.key,
+                    &finished.comps,
+                    opts,
+                    st,
+                );
+            }
+            TaskOutcome::Ran(out) => out,
+        };
+        let ms = finished.duration_ms;
+        // The step's files are moved into the CAS before its folder goes.
+        let stored = self.store(step, &finished.key, &finished.comps, &out, ms);
+        let _ = std::fs::remove_dir_all(&finished.out_dir);
+        let stored = stored?;
+        st.persister.ran(
+            stored.record,
+            stored.samples,
+            &step.id,
+            &finished.key,
+            out.status,
+            ms,
+        )?;
+        if out.status.stops_build() && !opts.keep_going {
+            st.stop = true;
+        }
+        st.reporter.settled(
+            finished.idx,
+            step,
+            Settled::Ran,
+            out.status,
+            &finished.key,
+            ms,
+            finished.reason,
+            stored.result.clone(),
+        );
+        self.settle(
+            st,
+            finished.idx,
+            stored.digest,
+            out.status,
+            stored.result,
+            finished.key,
+        );
+        Ok(())
+    }
+
+    /// Store a fresh output's files in the CAS and prepare its record as the cache policy
+    /// allows (the persister writes it).
     fn store(
         &self,
         step: &Step,
@@ -708,8 +645,7 @@ impl Engine {
         comps: &KeyComponents,
         out: &StepOutput,
         ms: f64,
-        run_id: i64,
-    ) -> Result<Value> {
+    ) -> Result<Stored> {
         let mut files = BTreeMap::new();
         for (name, path) in &out.files {
             if name.starts_with('.') {
@@ -726,52 +662,69 @@ impl Engine {
                 m.insert("files".into(), json!(files));
             }
         }
-        if step.kind.is_measurement() && out.status == "ok" {
-            let samples = |k: &str| -> Vec<f64> {
-                result
-                    .get(k)
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_f64).collect())
-                    .unwrap_or_default()
-            };
-            self.cache.db.add_samples(
-                key,
-                run_id,
-                &samples("samples_ms"),
-                &samples("wall_samples_ms"),
-            )?;
-            let all = self.cache.db.samples(key)?;
-            let runs: HashSet<i64> = all.iter().map(|(r, _)| *r).collect();
-            if runs.len() > 1 {
-                let mut v: Vec<f64> = all.iter().map(|(_, x)| *x).collect();
-                v.sort_by(f64::total_cmp);
-                if let Value::Object(m) = &mut result {
-                    m.insert("measurements".into(), json!(runs.len()));
-                    m.insert("pooled_median_ms".into(), json!(v[v.len() / 2]));
-                    m.insert("pooled_samples".into(), json!(v.len()));
-                }
+        let mut samples = None;
+        if step.kind.is_measurement() && out.status == StepStatus::Ok {
+            if let Some(p) = typed::<ProfileResult>(&result) {
+                pool_samples(&self.cache.db.samples(key)?, &p.samples_ms, &mut result);
+                samples = Some((p.samples_ms, p.wall_samples_ms));
             }
         }
         let keep = match step.cache {
             CachePolicy::Never => false,
-            CachePolicy::All => out.status != "cancelled",
+            CachePolicy::All => out.status != StepStatus::Cancelled,
             CachePolicy::Results => !out.infra,
         };
-        if keep {
-            let rec = ActionRecord {
-                key: key.to_string(),
-                step_id: step.id.clone(),
-                kind: step.kind.as_str().into(),
-                status: out.status.clone(),
-                output_digest: output_digest(&result, &files),
-                result: result.clone(),
-                files,
-                components: comps.clone(),
-                created_at: crate::cache::db::now(),
-                duration_ms: ms,
+        if !keep {
+            // An earlier record under this key (if any) is what dependants keep seeing.
+            let digest = match self.cache.db.get_action(key)? {
+                Some(r) => r.output_digest,
+                None => output_digest(&result, &BTreeMap::new()),
             };
-            self.cache.db.put_action(&rec)?;
+            return Ok(Stored {
+                result,
+                digest,
+                record: None,
+                samples,
+            });
         }
-        Ok(result)
+        let digest = output_digest(&result, &files);
+        let record = ActionRecord {
+            key: key.to_string(),
+            step_id: step.id.clone(),
+            kind: step.kind.as_str().into(),
+            status: out.status.as_str().into(),
+            output_digest: digest.clone(),
+            result: result.clone(),
+            files,
+            components: comps.clone(),
+            created_at: crate::cache::db::now(),
+            duration_ms: ms,
+        };
+        Ok(Stored {
+            result,
+            digest,
+            record: Some(record),
+            samples,
+        })
+    }
+}
+
+/// Re-measurements accumulate: with samples from earlier runs under the key, the result also
+/// carries the pooled figures.
+fn pool_samples(earlier: &[(i64, f64)], current: &[f64], result: &mut Value) {
+    let runs: HashSet<i64> = earlier.iter().map(|(r, _)| *r).collect();
+    if runs.is_empty() {
+        return;
+    }
+    let mut v: Vec<f64> = earlier.iter().map(|(_, x)| *x).collect();
+    v.extend_from_slice(current);
+    if v.is_empty() {
+        return;
+    }
+    v.sort_by(f64::total_cmp);
+    if let Value::Object(m) = result {
+        m.insert("measurements".into(), json!(runs.len() + 1));
+        m.insert("pooled_median_ms".into(), json!(v[v.len() / 2]));
+        m.insert("pooled_samples".into(), json!(v.len()));
     }
 }

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
-use super::{DepResult, StepOutput, StepRequest};
+use super::results::{typed, ProfileResult};
+use super::{DepResult, StepOutput, StepRequest, StepStatus};
 use crate::pipeline::template::var_string;
 
 /// Rank the configurations of a grid search by median time and keep the best. Upstream steps
@@ -14,7 +15,7 @@ pub fn grid(req: &StepRequest) -> StepOutput {
     #[derive(Default)]
     struct Cfg {
         params: Value,
-        statuses: BTreeMap<String, String>,
+        statuses: BTreeMap<String, StepStatus>,
         median_ms: Option<f64>,
         reasons: Vec<String>,
     }
@@ -27,9 +28,9 @@ pub fn grid(req: &StepRequest) -> StepOutput {
         if let Some(p) = d.vars.get("config_params") {
             c.params = p.clone();
         }
-        c.statuses.insert(d.kind.clone(), d.status.clone());
-        if d.kind == "profile" && d.status == "ok" {
-            c.median_ms = d.result.get("median_ms").and_then(Value::as_f64);
+        c.statuses.insert(d.kind.clone(), d.status);
+        if d.kind == "profile" && d.status == StepStatus::Ok {
+            c.median_ms = typed::<ProfileResult>(&d.result).and_then(|p| p.median_ms);
         }
         if let Some(rs) = d.result.get("reasons").and_then(Value::as_array) {
             c.reasons.extend(
@@ -44,15 +45,12 @@ pub fn grid(req: &StepRequest) -> StepOutput {
     let mut failed = Vec::new();
     let mut unsupported = Vec::new();
     for (name, c) in &by_config {
-        let bad = c
-            .statuses
-            .values()
-            .find(|s| !matches!(s.as_str(), "ok" | "correct"));
+        let bad = c.statuses.values().find(|s| !s.is_success());
         match (bad, c.median_ms) {
             (None, Some(ms)) => ranked.push(json!({"config": name, "params": c.params, "median_ms": ms})),
-            (Some(s), _) if s == "invalid" => invalid.push(json!({"config": name, "reasons": c.reasons})),
-            (Some(s), _) if s == "unsupported" => unsupported.push(json!({"config": name, "reasons": c.reasons})),
-            (s, _) => failed.push(json!({"config": name, "status": s.cloned().unwrap_or_else(|| "no timing".into()), "reasons": c.reasons})),
+            (Some(StepStatus::Invalid), _) => invalid.push(json!({"config": name, "reasons": c.reasons})),
+            (Some(StepStatus::Unsupported), _) => unsupported.push(json!({"config": name, "reasons": c.reasons})),
+            (s, _) => failed.push(json!({"config": name, "status": s.map_or("no timing", |s| s.as_str()), "reasons": c.reasons})),
         }
     }
     ranked.sort_by(|a, b| {
@@ -71,17 +69,17 @@ pub fn grid(req: &StepRequest) -> StepOutput {
     let mut result = summary;
     let status = if let Some(best) = result["ranked"].get(0).cloned() {
         result["best"] = best;
-        "ok"
+        StepStatus::Ok
     } else if !result["unsupported"]
         .as_array()
         .is_none_or(|a| a.is_empty())
     {
         result["reasons"] = json!(["every configuration is unsupported on this backend"]);
-        "unsupported"
+        StepStatus::Unsupported
     } else {
         result["reasons"] =
             json!(["no configuration compiled, verified and profiled successfully"]);
-        "failed"
+        StepStatus::Failed
     };
     StepOutput::new(status, result)
 }
@@ -105,7 +103,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
         ..
     } in &req.deps
     {
-        *counts.entry(status.clone()).or_default() += 1;
+        *counts.entry(status.to_string()).or_default() += 1;
         rows.push(json!({
             "step": step_id,
             "kind": kind,
@@ -122,7 +120,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
                     Some(Ok(f)) => out.push(f),
                     _ => {
                         return StepOutput::new(
-                            "failed",
+                            StepStatus::Failed,
                             json!({"reasons": [format!("params.formats: unknown format {f} (md, csv, json, html)")]}),
                         )
                     }
@@ -135,7 +133,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
     let records = RecordSet::from_deps(&req.deps);
     let methods = match methods::load_all(&methods::default_sources(), &records, None) {
         Ok(m) => m,
-        Err(e) => return StepOutput::infra("error", format!("report: {e}")),
+        Err(e) => return StepOutput::infra(StepStatus::Error, format!("report: {e}")),
     };
     let cache_dir = &req.project.cache_dir;
     let input = ReportInput {
@@ -159,7 +157,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
                     out_files.insert(file.path.clone(), req.out_dir.join(&file.path));
                 }
             }
-            Err(e) => return StepOutput::infra("error", format!("report: {e}")),
+            Err(e) => return StepOutput::infra(StepStatus::Error, format!("report: {e}")),
         }
     }
     let methods: Vec<Value> = built
@@ -168,7 +166,7 @@ pub fn aggregate(req: &StepRequest) -> StepOutput {
         .map(|m| json!({"name": m.name, "geomean": m.geomean, "mean": m.mean, "correct": m.correct, "benchmarks": m.benchmarks}))
         .collect();
     let mut out = StepOutput::new(
-        "ok",
+        StepStatus::Ok,
         json!({"counts": counts, "rows": rows, "workloads": built.workloads.len(), "methods": methods}),
     );
     out.files = out_files;

@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod fake;
 pub mod python;
 pub mod ray;
+pub mod results;
 pub mod route;
 pub mod sandbox;
 pub mod status;
@@ -22,6 +23,7 @@ use serde_json::Value;
 
 use crate::pipeline::Step;
 use crate::project::Project;
+pub use status::StepStatus;
 
 /// The result of an upstream step, as seen by a dependant.
 #[derive(Debug, Clone)]
@@ -29,7 +31,7 @@ pub struct DepResult {
     pub step_id: String,
     pub kind: String,
     pub vars: crate::pipeline::template::Vars,
-    pub status: String,
+    pub status: StepStatus,
     pub result: Value,
     pub key: String,
 }
@@ -53,7 +55,7 @@ pub struct StepRequest {
 /// What a step produced.
 #[derive(Debug, Clone)]
 pub struct StepOutput {
-    pub status: String,
+    pub status: StepStatus,
     pub result: Value,
     /// Files to keep: name -> path (in `out_dir` or, for commands, in the project).
     pub files: BTreeMap<String, PathBuf>,
@@ -63,12 +65,24 @@ pub struct StepOutput {
 }
 
 impl StepOutput {
-    pub fn new(status: impl Into<String>, result: Value) -> Self {
-        let status = status.into();
+    /// `status` is a status or its name; a name outside the vocabulary becomes `error` (the
+    /// result keeps the name it came with, and says why).
+    pub fn new(status: impl AsRef<str>, result: Value) -> Self {
+        let name = status.as_ref();
+        let parsed = name.parse::<StepStatus>();
+        let status = parsed.clone().unwrap_or(StepStatus::Error);
         let mut result = result;
         if let Value::Object(m) = &mut result {
             m.entry("status")
-                .or_insert_with(|| Value::String(status.clone()));
+                .or_insert_with(|| Value::String(name.to_string()));
+            if let Err(e) = parsed {
+                let reasons = m
+                    .entry("reasons")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(a) = reasons {
+                    a.push(Value::String(format!("harness error: {e}")));
+                }
+            }
         }
         StepOutput {
             status,
@@ -78,7 +92,7 @@ impl StepOutput {
         }
     }
 
-    pub fn infra(status: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn infra(status: impl AsRef<str>, message: impl Into<String>) -> Self {
         let mut o = StepOutput::new(status, serde_json::json!({"reasons": [message.into()]}));
         o.infra = true;
         o

@@ -1,6 +1,7 @@
 //! Pipelines: YAML files under `pipelines/`, validated and expanded into concrete step instances.
 
 pub mod depth;
+pub mod diagnostic;
 pub mod locate;
 pub mod paths;
 pub mod schema;
@@ -190,6 +191,44 @@ fn valid_name(s: &str) -> bool {
 }
 
 /// Read and parse every `*.yaml`/`*.yml` file in the project's `pipelines/` folder.
+/// The scale a build uses when none is asked for: `cpu` (small enough for the interpreter) on the
+/// CPU backend, `paper` (the published sizes) on an accelerator. The one place of this rule: the
+/// worker is always told the scale.
+pub fn default_scale(backend: &str) -> &'static str {
+    if backend == "cpu" {
+        "cpu"
+    } else {
+        "paper"
+    }
+}
+
+/// A pipeline file's text; a file that is not UTF-8 is a pipeline error at its first bad byte.
+fn utf8_text(rel: &Path, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let before = &bytes[..at];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        JbError::pipeline(
+            rel,
+            line,
+            column,
+            format!(
+                "the file is not UTF-8 text (byte 0x{:02x} at offset {at}); save it as UTF-8",
+                bytes[at]
+            ),
+        )
+    })
+}
+
 pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
     let dir = project.pipelines_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -201,8 +240,9 @@ pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
     files.sort();
     let mut out: Vec<LoadedPipeline> = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(|e| JbError::io(&path, e))?;
+        let bytes = std::fs::read(&path).map_err(|e| JbError::io(&path, e))?;
         let rel = PathBuf::from(project.rel(&path));
+        let text = utf8_text(&rel, bytes)?;
         let p = parse_pipeline(&rel, &text)?;
         if let Some(other) = out.iter().find(|o| o.name == p.name) {
             return Err(p.error_at(

@@ -16,11 +16,11 @@ use crate::cache::Cache;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// Compile or API error (including a rejected kernel).
+    /// Compile or API error, or no code.
     CompileError,
     /// Runtime error, timeout or crash.
     RuntimeError,
-    /// Ran, but the output is wrong.
+    /// Ran, but the output is wrong (or the kernel was caught gaming the harness).
     WrongOutput,
     Correct,
     /// Not evaluated (skipped, unsupported, invalid).
@@ -29,14 +29,15 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn from_status(status: &str) -> Outcome {
-        match status {
-            "correct" | "ok" => Outcome::Correct,
-            "incorrect" => Outcome::WrongOutput,
-            "compile_error" | "rejected" | "no_code" | "translate_error" | "api_error" => {
-                Outcome::CompileError
-            }
-            "runtime_error" | "timeout" | "crashed" | "failed" | "error" => Outcome::RuntimeError,
-            _ => Outcome::NotEvaluated,
+        use crate::exec::status::{OutcomeClass, StepStatus};
+        match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
+            Ok(OutcomeClass::Correct) => Outcome::Correct,
+            Ok(OutcomeClass::Incorrect) => Outcome::WrongOutput,
+            Ok(OutcomeClass::CompileError) => Outcome::CompileError,
+            Ok(OutcomeClass::RuntimeError) => Outcome::RuntimeError,
+            // Agent-level statuses (no code came back).
+            Err(_) if matches!(status, "translate_error" | "api_error") => Outcome::CompileError,
+            Ok(OutcomeClass::EvalError) | Err(_) => Outcome::NotEvaluated,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Device peaks: the published figures of known accelerators, and the measured peak of anything
-//! else (the CPU) from `jb doctor`.
+//! Device peaks: the published figures of known accelerators (from the one device table,
+//! `agent::hardware`), and the measured peak of anything else (the CPU) from `jb doctor`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,29 +32,17 @@ impl Peak {
     }
 }
 
-/// Published dense bf16 peaks and HBM bandwidths. A device kind matches the first row one of
-/// whose patterns it contains (lower case).
-pub const PUBLISHED: &[(&str, &[&str], f64, f64)] = &[
-    ("TPU v6e", &["v6 lite", "v6e", "trillium"], 918e12, 1640e9),
-    ("TPU v5e", &["v5 lite", "v5e", "v5litepod"], 197e12, 819e9),
-    ("TPU v5p", &["v5p", "tpu v5"], 459e12, 2765e9),
-    ("NVIDIA H200", &["h200"], 989e12, 4800e9),
-    ("NVIDIA H100", &["h100"], 989e12, 3350e9),
-];
-
+/// The published peak of a device kind, from the device table (`agent::hardware`).
 pub fn published(device_kind: &str) -> Option<Peak> {
-    let kind = device_kind.to_lowercase();
-    PUBLISHED
-        .iter()
-        .find(|(_, pats, _, _)| pats.iter().any(|p| kind.contains(p)))
-        .map(|(name, _, f, b)| Peak {
-            device: name.to_string(),
-            flops_per_s: *f,
-            bytes_per_s: *b,
-            source: "published".into(),
-            step: None,
-            key: None,
-        })
+    let d = crate::agent::hardware::known_kind(device_kind)?;
+    Some(Peak {
+        device: d.short_name.to_string(),
+        flops_per_s: d.bf16_tflops? * 1e12,
+        bytes_per_s: d.hbm_gbps? * 1e9,
+        source: "published".into(),
+        step: None,
+        key: None,
+    })
 }
 
 /// A peak from the result of the worker's `peak` op (`jb doctor`).

@@ -58,7 +58,7 @@ impl Rec {
         Rec {
             step_id: dep.step_id.clone(),
             kind: dep.kind.clone(),
-            status: dep.status.clone(),
+            status: dep.status.to_string(),
             key: dep.key.clone(),
             result: dep.result.clone(),
             env: BTreeMap::new(),
