@@ -24,9 +24,10 @@ A candidate's output ``c`` is then judged against ``hi``, per output tensor:
 * in aggregate: ``rms(c - hi) <= k_rms * max(sigma, ulp_rms / 2)`` with ``ulp_rms`` the RMS of
   ``ulp(hi)``: errors spread over every element (one reduction term dropped, a bias dropped) are
   far below any per-element bound but far above the noise in aggregate;
-* and never more than ``max_rel_rms`` of the output's own RMS (``rms(c - hi) <= max_rel_rms *
-  rms(hi)``): a reference so noisy that a null kernel would pass is a workload bug, and failing
-  closed keeps zeros and copies out.
+* and never more than ``max_rel_rms`` (one half) of the output's own RMS (``rms(c - hi) <=
+  max_rel_rms * rms(hi)``): whatever the noise, an all-zero output (error = 100 % of the output's
+  RMS) fails. Not tighter: an output that is mostly cancellation (25k, a mean of a group
+  normalisation) is 15 % noise in an honest bf16 program.
 
 ``k_elem``, ``k_rms``, ``floor`` and ``max_rel_rms`` were calibrated on every workload with
 python/jb/tools/tolerance_study.py (honest: f32 accumulation, bf16 end to end; wrong: one
@@ -46,10 +47,10 @@ from typing import Any
 
 import numpy as np
 
-K_ELEM = 8.0
+K_ELEM = 12.0
 K_RMS = 2.0
 FLOOR = 1.0
-MAX_REL_RMS = 0.1
+MAX_REL_RMS = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
