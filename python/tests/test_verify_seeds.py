@@ -74,3 +74,15 @@ def test_real_workloads_declare_variants_used_by_verify():
     hardcoded = {"kind": "candidate", "path": str(ROOT / "examples" / "adversarial" / "hardcoded_shape.py")}
     r = verify.run({"workload": RMSNORM, "scale": "tiny", "impl": hardcoded})
     assert r["status"] == "incorrect", r["reasons"]
+
+
+def test_default_variants_only_for_candidates():
+    """Candidates get the workload's variants unasked; a baseline (configured for one shape) and
+    the XLA reference do not, unless the request lists them."""
+    wl = load_workload(FIXTURES / "workloads" / "rmsnorm_variants", "tiny")
+    assert verify._variant_overrides({"impl": {"kind": "candidate", "path": "x.py"}}, wl) == [{"emb_dim": 384}]
+    assert verify._variant_overrides({"impl": {"kind": "exported", "path": "d"}}, wl) == [{"emb_dim": 384}]
+    assert verify._variant_overrides({"impl": {"kind": "baseline", "path": "b.py"}}, wl) == []
+    assert verify._variant_overrides({"impl": {"kind": "xla"}}, wl) == []
+    assert verify._variant_overrides({"impl": {"kind": "xla"}, "variants": [{"emb_dim": 512}]}, wl) == [{"emb_dim": 512}]
+    assert verify._variant_overrides({"impl": {"kind": "candidate", "path": "x.py"}, "variants": []}, wl) == []

@@ -23,7 +23,7 @@ replays one; every trial's seed is derived from it. Both are revealed in the res
 from ``jb.inputs.make_trial`` (falling back to DEFAULT_TRIALS and ``resample``), or explicit
 ``args.trials`` [{seed, dist}].
 
-Held-out shapes, on by default: the workload's own variants (``Workload.variants()``), or
+Held-out shapes, on by default for candidates: the workload's own variants (``Workload.variants()``), or
 ``args.variants`` (a list of CONFIG overrides, e.g. ``[{"seq_len": 48}]``; ``[]`` turns them off).
 Each adds one trial (the first trial's class, its own derived seed) on a workload re-loaded with
 that override, so a kernel that hard-codes the scale's shapes fails; its reference and noise are
@@ -101,11 +101,18 @@ def _trials(args: dict, wl, master: int) -> list[dict]:
     return out
 
 
+# Implementations judged as candidates (held-out variants by default); trust's exported programs
+# are candidates too. Baselines are configured for one shape (block sizes) and XLA is the reference.
+CANDIDATE_KINDS = ("candidate", "exported")
+
+
 def _variant_overrides(args: dict, wl) -> list:
-    """Held-out shape variants: ``args.variants`` when given (``[]`` turns them off), else the
-    workload's own (Workload.variants() / a module-level ``variants(config)``)."""
+    """Held-out shape variants: ``args.variants`` when given (``[]`` turns them off), else, for a
+    candidate, the workload's own (Workload.variants() / a module-level ``variants(config)``)."""
     if "variants" in args and args["variants"] is not None:
         return list(args["variants"])
+    if (args.get("impl") or {}).get("kind", "xla") not in CANDIDATE_KINDS:
+        return []
     method = getattr(wl, "variants", None)
     if callable(method):
         return list(method() or [])

@@ -60,6 +60,16 @@ from jb.workload import load_module, load_workload
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HONEST = ("f32acc", "bf16mat", "bf16e2e", "published")
+# Published programs that compute another function than jb's workload (their failures are expected,
+# kept out of the honest maxima, and listed with the reason).
+DIFFERENT_FUNCTION = {
+    "26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply": "published normalises over singleton dimensions (documented divergence)",
+    "42k_Gemm_Max_Subtract_GELU": "published uses jax.nn.gelu's default tanh approximation, jb the exact (erf) GELU",
+    "49k_Matmul_AvgPool_GELU_Scale_Max": "published uses jax.nn.gelu's default tanh approximation, jb the exact (erf) GELU",
+    "7p_Ragged_Paged_Attention": "published hard-codes its batch scenario (ACTIVE_Q_LENS/KV_LENS), not scaled with CONFIG",
+    "40k_Gemm_GroupNorm_Min_BiasAdd": "published hard-codes num_groups=512, not scaled with CONFIG",
+}
+
 # A wrong variant whose float32 output is within this relative RMS of the exact answer computes the
 # same function (bf16 rounding alone is ~2e-3): it is not a wrong program.
 EQUIVALENT = 1e-4
@@ -360,22 +370,28 @@ def summary(results: list[dict]) -> str:
             continue
         for v in HONEST:
             x = r["variants"][v]
+            if v == "published" and r["workload"] in DIFFERENT_FUNCTION:
+                continue
             if x["applies"]:
                 honest_e, honest_r = max(honest_e, x["elem"]), max(honest_r, x["rms"])
                 if not verdict(x):
                     bad_honest.append(f"{r['workload']}/{r['scale']}/{v}")
         for v in WRONG:
             x = r["variants"][v]
-            if x["applies"] and not _noop(r, v):
+            if x["applies"] and not _noop(r, v) and vs_noise(r, x) >= BELOW_NOISE:
                 wrong_min = min(wrong_min, max(x["elem"] / tolerance.K_ELEM, x["rms"] / tolerance.K_RMS,
                                                x["rel_rms"] / tolerance.MAX_REL_RMS))
                 if verdict(x):
                     near = vs_noise(r, x) < BELOW_NOISE
                     passed_wrong.append(f"{r['workload']}/{r['scale']}/{v}" + (f" (~noise: effect {vs_noise(r, x):.2g}x)" if near else ""))
+    different = sorted({f"{r['workload']}: {DIFFERENT_FUNCTION[r['workload']]}" for r in results
+                        if r["workload"] in DIFFERENT_FUNCTION and "error" not in r
+                        and r["variants"]["published"]["applies"] and not verdict(r["variants"]["published"])})
     return "\n".join([
+        "published programs of another function (rejected, as they should be): " + ("; ".join(different) or "none"),
         f"rule: K_ELEM={tolerance.K_ELEM} K_RMS={tolerance.K_RMS} FLOOR={tolerance.FLOOR} MAX_REL_RMS={tolerance.MAX_REL_RMS}",
         f"largest honest ratios: per element {honest_e:.3g}, aggregate {honest_r:.3g}",
-        f"smallest wrong excess over the bound (1 = at the bound): {wrong_min:.3g}",
+        f"smallest excess over the bound of a wrong variant out of the noise (1 = at the bound): {wrong_min:.3g}",
         f"honest variants rejected: {', '.join(bad_honest) or 'none'}",
         f"wrong variants accepted: {', '.join(passed_wrong) or 'none'}",
     ])
