@@ -13,6 +13,9 @@ use super::GlobalOpts;
 
 pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
     let project = session::project(global)?;
+    if let Some(cfg) = super::ray_session::settings(global, &project)? {
+        return super::doctor_ray::run(global, &project, cfg);
+    }
     let env = session::worker_env(global);
     let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
     let py = PythonExecutor::new(worker_spec(&project, &env));
