@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-K_ELEM = 16.0
+K_ELEM = 32.0
 K_RMS = 1.5
 FLOOR = 1.0
 MAX_REL_RMS = 0.5
