@@ -69,7 +69,9 @@ impl Outcome {
         !matches!(self, Outcome::ApiError | Outcome::NoCode)
     }
 
-    /// The class of an evaluated candidate from `jb eval`'s status and speedup.
+    /// The class of an evaluated candidate from `jb eval`'s status and speedup. That status is
+    /// the worst of the candidate's stages, so a kernel rejected while profiled is `Incorrect`
+    /// whatever speedup its timing showed.
     pub fn of_eval(status: &str, speedup: Option<f64>) -> Outcome {
         use crate::exec::status::{OutcomeClass, StepStatus};
         match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
@@ -224,6 +226,8 @@ mod tests {
         assert_eq!(Outcome::of_eval("compile_error", None), CompileError);
         assert_eq!(Outcome::of_eval("timeout", None), RuntimeError);
         assert_eq!(Outcome::of_eval("rejected", None), Incorrect);
+        assert_eq!(Outcome::of_eval("rejected", Some(45.7)), Incorrect);
+        assert_eq!(Outcome::of_eval("incorrect", Some(2.0)), Incorrect);
         assert_eq!(Outcome::of_eval("error", None), EvalError);
         for o in Outcome::ALL {
             assert_eq!(Outcome::parse(o.as_str()), Some(o));

@@ -438,6 +438,7 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
             handtuned: false,
             jobs: args.jobs,
             progress: progress::Mode::Quiet,
+            seed: None,
         },
         parallel: args.parallel,
         device,

@@ -37,6 +37,10 @@ pub struct EvalArgs {
     /// Measure again even when the measurement is cached.
     #[arg(long)]
     pub remeasure: bool,
+    /// Replay an evaluation: the seed its inputs were drawn from (the `seed` of a verify
+    /// result). Without it, every evaluation draws a secret seed from OS randomness.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
 }
 
 const EVAL: &str = "jb-eval";
@@ -53,6 +57,8 @@ pub struct EvalSettings {
     pub handtuned: bool,
     pub jobs: usize,
     pub progress: progress::Mode,
+    /// The seed of the verify and profile inputs (replay); `None`: drawn in secret by the judge.
+    pub seed: Option<u64>,
 }
 
 /// One candidate of a batch: its generated pipeline's name (unique in the batch), the
@@ -106,6 +112,13 @@ fn generated(
         }
         json!({"kind": kind, "foreach": [{"values": {"workload": [workload]}}], "needs": needs, "params": params, "timeout": s.timeout, "memory_mb": s.memory_mb})
     };
+    // A replayed seed is a parameter (and so part of the key); without one the judge draws it.
+    let seeded = |mut extra: Value| {
+        if let (Some(seed), Value::Object(m)) = (s.seed, &mut extra) {
+            m.insert("seed".into(), json!(seed));
+        }
+        extra
+    };
     // The candidate's code runs only in `export` (a fresh sandboxed worker); the steps after it
     // judge the exported program (or, where it cannot be exported, run it in the sandbox).
     steps.insert("export".into(), common("export", vec![], json!({})));
@@ -118,7 +131,7 @@ fn generated(
         common(
             "verify",
             vec!["export", "compile"],
-            json!({"allow_pure_jax": s.allow_pure_jax}),
+            seeded(json!({"allow_pure_jax": s.allow_pure_jax})),
         ),
     );
     steps.insert(
@@ -126,7 +139,7 @@ fn generated(
         common(
             "profile",
             vec!["export", "verify", "baseline/compile"],
-            json!({}),
+            seeded(json!({})),
         ),
     );
     if let Some(cfg) = handtuned {
@@ -219,6 +232,59 @@ fn detail(r: Option<&StepReport>, fields: &[&str]) -> Value {
     Value::Object(m)
 }
 
+/// How bad a candidate's stage status is (0: passed; higher is worse); `None` for statuses that
+/// are not the candidate's doing (a step skipped because another failed, unsupported, invalid).
+fn severity(status: &str) -> Option<u8> {
+    Some(match status {
+        "ok" | "correct" => 0,
+        "incorrect" => 1,
+        "runtime_error" | "timeout" | "crashed" => 2,
+        "compile_error" => 3,
+        "rejected" => 4,
+        _ => return None,
+    })
+}
+
+/// The evaluation's status and reasons: the worst status of compile, verify and profile (the
+/// earliest stage on a tie), `crashed` when verify never ran. Reasons of a later stage are
+/// prefixed with its name.
+fn overall_status(
+    compile: Option<&StepReport>,
+    verify: Option<&StepReport>,
+    profile: Option<&StepReport>,
+) -> (String, Vec<Value>) {
+    let reasons_of = |r: &StepReport, prefix: &str| -> Vec<Value> {
+        r.result
+            .get("reasons")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| match (prefix, v.as_str()) {
+                ("", _) | (_, None) => v.clone(),
+                (p, Some(t)) => json!(format!("{p}: {t}")),
+            })
+            .collect()
+    };
+    let mut worst: Option<(u8, &StepReport, &str)> = None;
+    for (r, prefix) in [(compile, ""), (verify, ""), (profile, "profile")] {
+        let Some(r) = r else { continue };
+        let Some(rank) = severity(r.status.as_str()) else {
+            continue;
+        };
+        if worst.is_none_or(|(w, _, _)| rank > w) {
+            worst = Some((rank, r, prefix));
+        }
+    }
+    match (worst, verify) {
+        (Some((rank, r, prefix)), _) if rank > 0 => (r.status.to_string(), reasons_of(r, prefix)),
+        (_, Some(v)) => (v.status.to_string(), reasons_of(v, "")),
+        _ => (
+            "crashed".to_string(),
+            vec![json!("the candidate was not evaluated")],
+        ),
+    }
+}
+
 /// The result JSON of one candidate (the `jb eval --json` contract) from a finished build.
 fn result_json(
     steps: &[StepReport],
@@ -235,24 +301,19 @@ fn result_json(
     let compile = find(steps, &id("compile"));
     let verify = find(steps, &id("verify"));
     let profile = find(steps, &id("profile"));
-    // The candidate's status: the first step that did not pass decides.
-    let (status, reasons) = match (compile, verify) {
-        _ if export.is_some_and(|e| e.status.is_failure()) => {
-            let e = export.expect("checked");
-            (e.status.to_string(), e.result.get("reasons").cloned())
-        }
-        (Some(c), _) if c.status != "ok" => {
-            (c.status.to_string(), c.result.get("reasons").cloned())
-        }
-        (_, Some(v)) => (v.status.to_string(), v.result.get("reasons").cloned()),
-        _ => (
-            "crashed".to_string(),
-            Some(json!(["the candidate was not evaluated"])),
+    // The candidate's status: an export that failed decides; otherwise the worst of its stages
+    // (a profile `rejected` is not `correct`).
+    let (status, mut reasons) = match export.filter(|e| e.status.is_failure()) {
+        Some(e) => (
+            e.status.to_string(),
+            e.result
+                .get("reasons")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
         ),
+        None => overall_status(compile, verify, profile),
     };
-    let mut reasons: Vec<Value> = reasons
-        .and_then(|r| r.as_array().cloned())
-        .unwrap_or_default();
     if let Some(e) = compile
         .and_then(|c| c.result.get("error"))
         .filter(|e| !e.is_null())
@@ -282,6 +343,7 @@ fn result_json(
         "reasons": reasons,
         "correctness": {
             "trials": trials,
+            "seed": verify.and_then(|v| v.result.get("seed")),
             "max_abs_err": verify.and_then(|v| v.result.get("max_abs_err")),
             "max_rel_err": verify.and_then(|v| v.result.get("max_rel_err")),
             "per_trial": verify.and_then(|v| v.result.get("trials")),
@@ -430,6 +492,7 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
         remeasure: args.remeasure,
         handtuned: true,
         jobs: 2,
+        seed: args.seed,
         progress: if global.json {
             progress::Mode::Quiet
         } else {
@@ -494,4 +557,73 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
     } else {
         exit::FAILED
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(status: &str, reasons: &[&str]) -> StepReport {
+        StepReport {
+            step: "s".into(),
+            kind: "k".into(),
+            status: status.into(),
+            cached: false,
+            key: String::new(),
+            duration_ms: 0.0,
+            reason: String::new(),
+            result: json!({"reasons": reasons}),
+        }
+    }
+
+    #[test]
+    fn a_profile_rejection_makes_the_evaluation_rejected() {
+        let (c, v, p) = (
+            step("ok", &[]),
+            step("correct", &[]),
+            step("rejected", &["harness function replaced"]),
+        );
+        let (status, reasons) = overall_status(Some(&c), Some(&v), Some(&p));
+        assert_eq!(status, "rejected");
+        assert_eq!(reasons, vec![json!("profile: harness function replaced")]);
+        // The agent counts it incorrect, never correct.
+        let outcome = crate::agent::accounting::Outcome::of_eval(&status, Some(3.0));
+        assert_eq!(outcome, crate::agent::accounting::Outcome::Incorrect);
+    }
+
+    #[test]
+    fn the_worst_stage_decides_and_skips_do_not_count() {
+        let (c, v, p) = (step("ok", &[]), step("correct", &[]), step("ok", &[]));
+        assert_eq!(overall_status(Some(&c), Some(&v), Some(&p)).0, "correct");
+        // A profile skipped (an upstream baseline failed) is not the candidate's doing.
+        let skipped = step("skipped", &[]);
+        assert_eq!(
+            overall_status(Some(&c), Some(&v), Some(&skipped)).0,
+            "correct"
+        );
+        // Verify incorrect, profile skipped: incorrect with verify's reasons.
+        let wrong = step("incorrect", &["trial 1: off"]);
+        let (s, r) = overall_status(Some(&c), Some(&wrong), Some(&skipped));
+        assert_eq!((s.as_str(), r), ("incorrect", vec![json!("trial 1: off")]));
+        // Correct but the timed run crashed: runtime_error beats correct.
+        let crashed = step("runtime_error", &["boom"]);
+        assert_eq!(
+            overall_status(Some(&c), Some(&v), Some(&crashed)).0,
+            "runtime_error"
+        );
+        // Incorrect and the profile rejected: rejected is worse.
+        let rejected = step("rejected", &[]);
+        assert_eq!(
+            overall_status(Some(&c), Some(&wrong), Some(&rejected)).0,
+            "rejected"
+        );
+        // Compile error: verify and profile never ran.
+        let ce = step("compile_error", &["syntax"]);
+        assert_eq!(
+            overall_status(Some(&ce), Some(&skipped), Some(&skipped)).0,
+            "compile_error"
+        );
+        // Nothing ran: crashed.
+        assert_eq!(overall_status(None, None, None).0, "crashed");
+    }
 }
