@@ -742,11 +742,13 @@ impl Engine {
             let all = self.cache.db.samples(key)?;
             let runs: HashSet<i64> = all.iter().map(|(r, _)| *r).collect();
             if runs.len() > 1 {
-                let mut v: Vec<f64> = all.iter().map(|(_, x)| *x).collect();
-                v.sort_by(f64::total_cmp);
+                let v: Vec<f64> = all.iter().map(|(_, x)| *x).collect();
                 if let Value::Object(m) = &mut result {
                     m.insert("measurements".into(), json!(runs.len()));
-                    m.insert("pooled_median_ms".into(), json!(v[v.len() / 2]));
+                    m.insert(
+                        "pooled_median_ms".into(),
+                        json!(crate::report::stats::median(&v)),
+                    );
                     m.insert("pooled_samples".into(), json!(v.len()));
                 }
             }

@@ -232,6 +232,9 @@ pub struct PythonExecutor {
     pub max_requests_per_worker: u32,
     pub default_timeout: Duration,
     pub default_memory_mb: Option<u64>,
+    /// The device peak {flops_per_s, bytes_per_s, source} profile steps get as `peak` (their
+    /// roofline guard); not part of any key.
+    pub peak: Option<Value>,
 }
 
 impl PythonExecutor {
@@ -243,6 +246,7 @@ impl PythonExecutor {
             max_requests_per_worker: 40,
             default_timeout: Duration::from_secs(1800),
             default_memory_mb: None,
+            peak: None,
         }
     }
 
@@ -382,6 +386,11 @@ impl PythonExecutor {
         args.insert("backend".into(), json!(req.backend));
         args.insert("out_dir".into(), json!(req.out_dir));
         args.insert("project_root".into(), json!(req.project.root));
+        if req.step.kind == crate::pipeline::StepKind::Profile {
+            if let Some(p) = &self.peak {
+                args.entry("peak").or_insert_with(|| p.clone());
+            }
+        }
         // Upstream results the op may use (e.g. the reference's FLOPs for a kernel's profile).
         args.insert(
             "upstream".into(),
