@@ -83,9 +83,12 @@ def test_paired_three_programs_rotate_and_give_intervals(tmp_path):
 
 def test_paired_stops_on_budget(tmp_path):
     r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": cand("candidates", "12p_RMSNorm", "rmsnorm_pallas.py"),
-                     "pair": [{"kind": "xla"}], "warmup": 1, "round_iters": 1, "budget_s": 0.0})
+                     "pair": [{"kind": "xla"}], "warmup": 1, "budget_s": 0.0})
     assert r["status"] == "ok", r
     assert r["paired"]["stop"] == "budget" and r["paired"]["rounds"] == 1
+    # Iterations per round chosen from the warmup times (microsecond programs: several).
+    k = r["paired"]["round_iters"]
+    assert 1 <= k <= profile.MAX_ROUND_ITERS and len(r["samples_ms"]) == k
     assert r["speedup_vs_xla"]["stop"] == "budget"
 
 

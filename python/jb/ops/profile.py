@@ -7,8 +7,10 @@ first session in a process costs +15-30 %). Then one trace session holds every t
 
 * alone (no ``pair``): ``iters`` iterations (default 50), as one round;
 * paired (``pair``: a list of impl specs, e.g. ``[{"kind": "xla"}, {"kind": "baseline", ...}]``):
-  alternating rounds of ``round_iters`` iterations per program (default 3), the order rotated each
-  round (A B C, C A B, B C A, ...), every program on the same input sets in the same order. After
+  alternating rounds of ``round_iters`` iterations per program, the order rotated each round
+  (default: as many iterations as make a round last about ``round_s`` = 0.05 s, from the warmup
+  times, between 1 and 20: slow interpret-mode kernels get one iteration a round and so more
+  rounds within the budget, microsecond programs enough iterations to average out timer noise) (A B C, C A B, B C A, ...), every program on the same input sets in the same order. After
   ``min_rounds`` rounds (default 6) the rounds stop when every speedup's bootstrap 95 % interval
   (jb.stats; from the live host wall-clock rounds) has a half-width of at most ``target`` (default
   2 %) of the speedup (``stop: "converged"``), when ``budget_s`` seconds (default 20) of timed
@@ -71,7 +73,8 @@ _tree_structure = jax.tree_util.tree_structure
 SUSPICIOUS_FRACTION = 0.5
 _profiler_trace = jax.profiler.trace
 
-ROUND_ITERS = 3
+ROUND_S = 0.05
+MAX_ROUND_ITERS = 20
 MIN_ROUNDS = 6
 MAX_ROUNDS = 200
 BUDGET_S = 20.0
@@ -234,7 +237,10 @@ def run(args: dict) -> dict:
     n_sets = max(1, int(args.get("input_sets", 3)))
     pair_specs = list(args.get("pair") or [])
     paired = bool(pair_specs)
-    round_iters = int(args.get("round_iters", ROUND_ITERS)) if paired else iters
+    fixed_round_iters = args.get("round_iters")
+    round_iters = int(fixed_round_iters) if fixed_round_iters is not None else 1
+    if not paired:
+        round_iters = iters
     min_rounds = int(args.get("min_rounds", MIN_ROUNDS))
     max_rounds = int(args.get("max_rounds", MAX_ROUNDS)) if paired else 1
     budget_s = float(args.get("budget_s", BUDGET_S))
@@ -343,12 +349,18 @@ def run(args: dict) -> dict:
     elapsed = 0.0
     try:
         try:
+            per_iter_s = []
             for p in programs:
                 for i in range(warmup):
                     common.run(p.built, sets[i % n_sets])
             with _profiler_trace(str(scratch / "throwaway")):
                 for p in programs:
+                    t0 = _perf_counter()
                     common.run(p.built, sets[0])
+                    per_iter_s.append(_perf_counter() - t0)
+            if paired and fixed_round_iters is None:
+                round_s = float(args.get("round_s", ROUND_S))
+                round_iters = max(1, min(MAX_ROUND_ITERS, int(round_s / max(sum(per_iter_s), 1e-9))))
             gc.collect()
             trace_dir = scratch / "timed"
             with _profiler_trace(str(trace_dir)):
