@@ -46,6 +46,9 @@ pub enum JbError {
     Worker(String),
     #[error("interrupted")]
     Interrupted,
+    /// The Ray cluster of `--executor ray` could not be used (the message names its address).
+    #[error("ray: {0}")]
+    Cluster(String),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

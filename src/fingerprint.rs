@@ -50,9 +50,36 @@ pub fn cached(
     cache_dir: &Path,
     probe: &BTreeMap<String, String>,
 ) -> Option<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(cache_dir.join("fingerprint.json")).ok()?;
+    cached_at(&cache_dir.join("fingerprint.json"), probe)
+}
+
+/// The fingerprint stored in `path` if it was measured for `probe`.
+pub fn cached_at(
+    path: &Path,
+    probe: &BTreeMap<String, String>,
+) -> Option<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
     let s: Stored = serde_json::from_str(&text).ok()?;
     (s.probe == *probe).then_some(s.fingerprint)
+}
+
+/// Store a fingerprint measured for `probe` in `path` (atomically).
+pub fn store_at(
+    path: &Path,
+    probe: &BTreeMap<String, String>,
+    fingerprint: &BTreeMap<String, String>,
+) -> Result<()> {
+    let stored = Stored {
+        probe: probe.clone(),
+        fingerprint: fingerprint.clone(),
+    };
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_string_pretty(&stored).unwrap_or_default(),
+    )
+    .map_err(|e| JbError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| JbError::io(path, e))
 }
 
 /// Ask a worker for the fingerprint and cache it.
@@ -87,17 +114,6 @@ pub fn measure(
             );
         }
     }
-    let stored = Stored {
-        probe: probe.clone(),
-        fingerprint: fp.clone(),
-    };
-    let path = cache_dir.join("fingerprint.json");
-    let tmp = cache_dir.join("fingerprint.json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_string_pretty(&stored).unwrap_or_default(),
-    )
-    .map_err(|e| JbError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| JbError::io(&path, e))?;
+    store_at(&cache_dir.join("fingerprint.json"), probe, &fp)?;
     Ok(fp)
 }

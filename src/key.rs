@@ -176,6 +176,7 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "trace",
     "timing",
     "worker_pid",
+    "ray",
     "stderr_tail",
     "measurements",
     "pooled_median_ms",

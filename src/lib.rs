@@ -7,6 +7,7 @@ pub mod agent;
 pub mod archive;
 pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod error;
 pub mod exec;

@@ -177,3 +177,77 @@ fn run_logged(cmd: &mut Command, log: &mut std::fs::File, what: &str) -> Result<
     }
     Ok(())
 }
+
+/// The optional extras there are (`python/requirements-<name>.txt` beside the variants).
+pub const EXTRAS: &[&str] = &["ray"];
+
+fn extra_stamp(pyenv: &Path, extra: &str) -> PathBuf {
+    pyenv.join(format!(".jb-extra-{extra}"))
+}
+
+fn extra_hash(python_dir: &Path, variant: &str, extra: &str) -> Result<String> {
+    let file = python_dir.join(format!("requirements-{extra}.txt"));
+    let text = std::fs::read_to_string(&file).map_err(|e| JbError::io(&file, e))?;
+    let base = pins_hash(python_dir, variant)?;
+    Ok(format!(
+        "{base}+{extra}-{}",
+        &blake3::hash(text.as_bytes()).to_hex()[..16]
+    ))
+}
+
+/// Whether an optional extra is installed (in the current version of its pins).
+pub fn has_extra(pyenv: &Path, python_dir: &Path, variant: &str, extra: &str) -> bool {
+    let Ok(want) = extra_hash(python_dir, variant, extra) else {
+        return false;
+    };
+    installed_pins(pyenv).is_some()
+        && std::fs::read_to_string(extra_stamp(pyenv, extra)).is_ok_and(|s| s.trim() == want)
+}
+
+/// Install an optional extra (e.g. `ray`) into the environment, constrained by the base pins so
+/// that nothing the fingerprint records changes. Returns true when it had to install.
+pub fn ensure_extra(pyenv: &Path, python_dir: &Path, variant: &str, extra: &str) -> Result<bool> {
+    if !EXTRAS.contains(&extra) {
+        return Err(JbError::Usage(format!(
+            "--with {extra}: no such extra (there are: {})",
+            EXTRAS.join(", ")
+        )));
+    }
+    ensure(pyenv, python_dir, variant, false)?;
+    if has_extra(pyenv, python_dir, variant, extra) {
+        return Ok(false);
+    }
+    let want = extra_hash(python_dir, variant, extra)?;
+    let parent = pyenv.parent().unwrap_or(Path::new("."));
+    let _lock = Lock::acquire(&parent.join(".pyenv.lock"))?;
+    if has_extra(pyenv, python_dir, variant, extra) {
+        return Ok(false);
+    }
+    let log_path = parent.join(format!("pyenv-setup-{extra}.log"));
+    eprintln!(
+        "jb: adding the `{extra}` extra to {} from python/requirements-{extra}.txt (log: {})",
+        pyenv.display(),
+        log_path.display()
+    );
+    let mut log = std::fs::File::create(&log_path).map_err(|e| JbError::io(&log_path, e))?;
+    run_logged(
+        Command::new(crate::exec::python::venv_python(pyenv))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+                "-r",
+            ])
+            .arg(python_dir.join(format!("requirements-{extra}.txt")))
+            .arg("-c")
+            .arg(python_dir.join("requirements-cpu.txt")),
+        &mut log,
+        &format!("install the `{extra}` extra"),
+    )
+    .map_err(|e| JbError::PythonEnv(format!("{e} (see {})", log_path.display())))?;
+    std::fs::write(extra_stamp(pyenv, extra), &want)
+        .map_err(|e| JbError::io(extra_stamp(pyenv, extra), e))?;
+    Ok(true)
+}

@@ -9,8 +9,11 @@ use serde::Serialize;
 use super::manifest::{
     ArchivedRecord, Entry, LatestRow, Manifest, RecordEntry, RunRow, SourceEntry,
 };
-use super::tarball::{Writer, DEFAULT_LEVEL};
-use super::{rows, ArchiveError, FORMAT, MANIFEST};
+use std::io::Read;
+
+use super::sign::{self, SecretKey};
+use super::tarball::{hash_file, Hashing, Writer, DEFAULT_LEVEL};
+use super::{rows, ArchiveError, FORMAT, MANIFEST, SIGNATURE};
 use crate::cache::Cache;
 use crate::key::hash_hex;
 use crate::project::Project;
@@ -32,6 +35,9 @@ impl Default for CreateOptions {
     }
 }
 
+/// Sign the manifest with this key (`MANIFEST.sig`).
+pub type SignWith<'a> = Option<&'a SecretKey>;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CreateSummary {
     pub path: PathBuf,
@@ -45,12 +51,19 @@ pub struct CreateSummary {
     pub tables: usize,
     pub missing_blobs: Vec<String>,
     pub stale_sources: Vec<String>,
+    /// The signer's key fingerprint, when signed.
+    pub signed_by: Option<String>,
 }
 
 enum Content {
     Bytes(Vec<u8>),
-    /// A CAS blob, read again (and verified) when written.
-    Blob(String),
+    /// A file (CAS blob or source) with its digest and size, streamed (and checked again) when
+    /// written.
+    File {
+        path: PathBuf,
+        blake3: String,
+        size: u64,
+    },
 }
 
 fn json_bytes<T: Serialize>(entry: &str, v: &T) -> Result<Vec<u8>, ArchiveError> {
@@ -87,6 +100,7 @@ pub fn create(
     project: &Project,
     out: &Path,
     opts: &CreateOptions,
+    sign_with: SignWith<'_>,
 ) -> Result<CreateSummary, ArchiveError> {
     let mut entries: BTreeMap<String, Content> = BTreeMap::new();
 
@@ -167,18 +181,25 @@ pub fn create(
             if blob_sizes.contains_key(d) || missing_blobs.contains(d) {
                 continue;
             }
-            match cache.cas.get(d) {
-                Ok(data) => {
-                    blob_sizes.insert(d.clone(), data.len() as u64);
+            match hash_file(&cache.cas.path_of(d)) {
+                Ok((digest, size)) if digest == *d => {
+                    blob_sizes.insert(d.clone(), size);
                 }
-                Err(_) => {
+                _ => {
                     missing_blobs.insert(d.clone());
                 }
             }
         }
     }
-    for d in blob_sizes.keys() {
-        entries.insert(format!("blobs/{d}"), Content::Blob(d.clone()));
+    for (d, size) in &blob_sizes {
+        entries.insert(
+            format!("blobs/{d}"),
+            Content::File {
+                path: cache.cas.path_of(d),
+                blake3: d.clone(),
+                size: *size,
+            },
+        );
     }
 
     // Input files, as the keys hashed them.
@@ -205,18 +226,24 @@ pub fn create(
         } else {
             project.root.join(path)
         };
-        match std::fs::read(&full) {
-            Ok(data) if hashes.contains(&hash_hex(&data)) => {
-                let digest = hash_hex(&data);
+        match hash_file(&full) {
+            Ok((digest, size)) if hashes.contains(&digest) => {
                 for h in hashes.iter().filter(|h| **h != digest) {
                     stale.insert(format!("{path}@{}", &h[..12.min(h.len())]));
                 }
                 sources.push(SourceEntry {
                     entry: entry.clone(),
                     path: path.clone(),
-                    blake3: digest,
+                    blake3: digest.clone(),
                 });
-                entries.insert(entry, Content::Bytes(data));
+                entries.insert(
+                    entry,
+                    Content::File {
+                        path: full.clone(),
+                        blake3: digest,
+                        size,
+                    },
+                );
             }
             _ => {
                 for h in hashes {
@@ -273,7 +300,7 @@ pub fn create(
             kind: r.kind.clone(),
             status: r.status.clone(),
             output_digest: r.output_digest.clone(),
-            recomputable: r.recomputes(),
+            measurements: r.measurements_digest(),
         });
         let name = format!("records/{}.json", r.key);
         entries.insert(name.clone(), Content::Bytes(json_bytes(&name, r)?));
@@ -288,10 +315,10 @@ pub fn create(
                 size: b.len() as u64,
                 blake3: hash_hex(b),
             },
-            Content::Blob(d) => Entry {
+            Content::File { blake3, size, .. } => Entry {
                 path: path.clone(),
-                size: blob_sizes[d],
-                blake3: d.clone(),
+                size: *size,
+                blake3: blake3.clone(),
             },
         })
         .collect();
@@ -323,18 +350,29 @@ pub fn create(
     let mut uncompressed = manifest_bytes.len() as u64;
     let mut w = Writer::create(&tmp, opts.level)?;
     w.add(MANIFEST, &manifest_bytes)?;
-    for (path, c) in &entries {
+    let signature = sign_with.map(|k| sign::sign(&manifest_bytes, k));
+    if let Some(sig) = &signature {
+        let bytes = json_bytes(SIGNATURE, sig)?;
+        uncompressed += bytes.len() as u64;
+        w.add(SIGNATURE, &bytes)?;
+    }
+    for (name, c) in &entries {
         match c {
             Content::Bytes(b) => {
                 uncompressed += b.len() as u64;
-                w.add(path, b)?;
+                w.add(name, b)?;
             }
-            Content::Blob(d) => {
-                let data = cache.cas.get(d).map_err(|e| {
-                    ArchiveError::Other(format!("blob {d} changed while archiving: {e}"))
-                })?;
-                uncompressed += data.len() as u64;
-                w.add(path, &data)?;
+            Content::File { path, blake3, size } => {
+                let f = std::fs::File::open(path).map_err(|e| ArchiveError::io(path, e))?;
+                let mut r = Hashing::new(f.take(*size));
+                w.add_reader(name, *size, &mut r)?;
+                if r.bytes != *size || r.digest() != *blake3 {
+                    return Err(ArchiveError::Other(format!(
+                        "{} changed while archiving (entry {name})",
+                        path.display()
+                    )));
+                }
+                uncompressed += size;
             }
         }
     }
@@ -359,5 +397,6 @@ pub fn create(
         tables: tables.len(),
         missing_blobs: missing_blobs.into_iter().collect(),
         stale_sources: stale.into_iter().collect(),
+        signed_by: signature.map(|s| s.fingerprint),
     })
 }

@@ -36,9 +36,10 @@ pub struct RecordEntry {
     pub kind: String,
     pub status: String,
     pub output_digest: String,
-    /// Whether the key recomputes from the record's components and the output digest from its
-    /// result and files (true for everything the engine stored).
-    pub recomputable: bool,
+    /// The digest of what the output digest leaves out: the record's timings (every `*_ms` and
+    /// other volatile result field), its samples and its bookkeeping. With the signature over
+    /// the manifest, it says these measurements are the producer's.
+    pub measurements: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +118,28 @@ impl ArchivedRecord {
         self.components.key() == self.key
             && crate::key::output_digest(&self.result, &self.files) == self.output_digest
     }
+
+    /// The digest of the record's measurements: the result fields the output digest leaves
+    /// out, the samples, the creation time and duration.
+    pub fn measurements_digest(&self) -> String {
+        let volatile: serde_json::Map<String, Value> = match &self.result {
+            Value::Object(m) => m
+                .iter()
+                .filter(|(k, _)| {
+                    k.ends_with("_ms") || crate::key::VOLATILE_FIELDS.contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            _ => serde_json::Map::new(),
+        };
+        let v = serde_json::json!({
+            "volatile": volatile,
+            "samples": self.samples,
+            "created_at": self.created_at,
+            "duration_ms": self.duration_ms,
+        });
+        crate::key::hash_hex(crate::key::canonical_json(&v).as_bytes())
+    }
 }
 
 /// `latest.json`: one row per step.
@@ -138,12 +161,123 @@ pub struct RunRow {
     pub fingerprint: Option<String>,
 }
 
-/// `tables/<name>.json`: an extension table of the run database.
+/// `tables/<name>.json`: an extension table of the run database, as data: its columns (names and
+/// types from a fixed set), its primary key and its rows. Import creates the table from this
+/// list (never from SQL the archive carries).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TableDump {
     pub name: String,
-    /// Its `CREATE TABLE` statement.
-    pub sql: String,
-    pub columns: Vec<String>,
+    pub columns: Vec<Column>,
+    /// Column names, in key order (empty: no primary key).
+    #[serde(default)]
+    pub primary_key: Vec<String>,
     pub rows: Vec<Vec<Value>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Column {
+    pub name: String,
+    /// One of [`COLUMN_TYPES`].
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// The column types an archived table may declare (SQLite's type affinities).
+pub const COLUMN_TYPES: &[&str] = &["INTEGER", "REAL", "TEXT", "BLOB", "NUMERIC"];
+
+/// Most columns of one archived table.
+pub const MAX_COLUMNS: usize = 256;
+
+impl TableDump {
+    /// The table as data jb can create: a valid, non-core name, valid and distinct column
+    /// names, known types, a primary key of its own columns, rows of the right width holding
+    /// scalars (or `{"blob_hex": ...}`).
+    pub fn validate(&self) -> Result<(), String> {
+        use super::entry::is_ident;
+        if !is_ident(&self.name) {
+            return Err(format!(
+                "table name {:?} is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64)",
+                self.name
+            ));
+        }
+        let lower = self.name.to_ascii_lowercase();
+        if lower.starts_with("sqlite_") || super::rows::CORE_TABLES.contains(&lower.as_str()) {
+            return Err(format!(
+                "table name `{}` is reserved (a core or SQLite table)",
+                self.name
+            ));
+        }
+        if self.columns.is_empty() || self.columns.len() > MAX_COLUMNS {
+            return Err(format!(
+                "table `{}`: {} columns (1 to {MAX_COLUMNS} allowed)",
+                self.name,
+                self.columns.len()
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &self.columns {
+            if !is_ident(&c.name) {
+                return Err(format!(
+                    "table `{}`: column name {:?} is not a plain identifier",
+                    self.name, c.name
+                ));
+            }
+            if !seen.insert(c.name.to_ascii_lowercase()) {
+                return Err(format!(
+                    "table `{}`: column `{}` appears twice",
+                    self.name, c.name
+                ));
+            }
+            if !COLUMN_TYPES.contains(&c.ty.as_str()) {
+                return Err(format!(
+                    "table `{}`: column `{}` has type {:?} (allowed: {})",
+                    self.name,
+                    c.name,
+                    c.ty,
+                    COLUMN_TYPES.join(", ")
+                ));
+            }
+        }
+        let mut pk = std::collections::BTreeSet::new();
+        for k in &self.primary_key {
+            if !self.columns.iter().any(|c| &c.name == k) || !pk.insert(k) {
+                return Err(format!(
+                    "table `{}`: primary key column {:?} is not one of its columns (or repeated)",
+                    self.name, k
+                ));
+            }
+        }
+        for (i, row) in self.rows.iter().enumerate() {
+            if row.len() != self.columns.len() {
+                return Err(format!(
+                    "table `{}`: row {i} has {} values for {} columns",
+                    self.name,
+                    row.len(),
+                    self.columns.len()
+                ));
+            }
+            for v in row {
+                let ok = match v {
+                    Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+                    Value::Object(m) => {
+                        m.len() == 1
+                            && m.get("blob_hex").and_then(Value::as_str).is_some_and(|h| {
+                                h.len() % 2 == 0 && h.bytes().all(|b| b.is_ascii_hexdigit())
+                            })
+                    }
+                    Value::Array(_) => false,
+                };
+                if !ok {
+                    return Err(format!(
+                        "table `{}`: row {i} holds a value that is not a scalar: {}",
+                        self.name,
+                        super::entry::shown(v.to_string().as_bytes())
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }

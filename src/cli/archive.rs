@@ -1,10 +1,10 @@
-//! `jb archive create OUT | verify FILE | import FILE`.
+//! `jb archive create OUT | verify FILE | import FILE | keygen OUT`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::archive::{self, ArchiveError, CreateOptions};
+use crate::archive::{self, ArchiveError, CreateOptions, ImportOptions, VerifyOptions};
 use crate::cache::Cache;
 use crate::error::exit;
 use crate::project::absolute;
@@ -30,18 +30,67 @@ pub enum ArchiveAction {
         /// zstd compression level.
         #[arg(long, default_value_t = archive::tarball::DEFAULT_LEVEL)]
         level: i32,
+        /// Sign the manifest with this ed25519 secret key (from `jb archive keygen`, an
+        /// unencrypted OpenSSH ed25519 key, or an unencrypted minisign key).
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
     },
-    /// Recompute every digest in FILE; exit 1 on any mismatch.
-    Verify { file: PathBuf },
-    /// Fill the cache (records, blobs, latest pointers) from FILE after verifying it.
-    Import { file: PathBuf },
+    /// Recompute every digest in FILE and check its signature; exit 1 on any mismatch.
+    Verify {
+        file: PathBuf,
+        /// Require a signature by this public key (`.pub` from keygen, `ssh-ed25519 ...`, or a
+        /// minisign public key); repeat to trust several.
+        #[arg(long = "key", value_name = "PUB")]
+        keys: Vec<PathBuf>,
+    },
+    /// Fill the cache (records, blobs, samples, latest pointers) from FILE after verifying it;
+    /// never overwrites what the cache holds (a conflict imports nothing).
+    Import {
+        file: PathBuf,
+        /// Import only if FILE is signed by this public key (repeat to trust several).
+        #[arg(long = "require-key", value_name = "PUB")]
+        require_keys: Vec<PathBuf>,
+    },
+    /// Write a new ed25519 key pair: OUT (secret, mode 0600) and OUT.pub.
+    Keygen {
+        out: PathBuf,
+        /// The key's comment (e.g. who you are).
+        #[arg(long, default_value = "jb archive key")]
+        comment: String,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn public_keys(paths: &[PathBuf]) -> Result<Vec<archive::sign::PublicKey>, ArchiveError> {
+    paths
+        .iter()
+        .map(|p| archive::sign::load_public(&absolute(p)))
+        .collect()
+}
+
+fn signature_line(s: &Option<archive::verify::SignedBy>) -> String {
+    match s {
+        Some(s) if s.trusted => format!(
+            "signed by {} ({}), a trusted key",
+            s.fingerprint, s.comment
+        ),
+        Some(s) => format!(
+            "signed by {} ({}); the signature checks, but only --key with a key you trust says who that is",
+            s.fingerprint, s.comment
+        ),
+        None => "unsigned: the digests are self-consistent, but anyone could have produced them".into(),
+    }
 }
 
 fn fail(global: &GlobalOpts, e: ArchiveError) -> anyhow::Result<i32> {
     let code = e.exit_code();
     if global.json {
         let problems = match &e {
-            ArchiveError::Invalid { problems, .. } => problems.clone(),
+            ArchiveError::Invalid { problems, .. } | ArchiveError::Conflict { problems, .. } => {
+                problems.clone()
+            }
             other => vec![other.to_string()],
         };
         println!(
@@ -55,7 +104,46 @@ fn fail(global: &GlobalOpts, e: ArchiveError) -> anyhow::Result<i32> {
 
 pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
     match args.action {
-        ArchiveAction::Create { out, all, level } => {
+        ArchiveAction::Keygen {
+            out,
+            comment,
+            force,
+        } => match archive::sign::keygen(&absolute(&out), &comment, force) {
+            Ok(k) => {
+                let pub_path = archive::sign::pub_path(&out);
+                if global.json {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&serde_json::json!({
+                            "secret_key": out, "public_key": pub_path,
+                            "fingerprint": k.fingerprint(), "comment": comment,
+                        }))?
+                    );
+                } else {
+                    println!(
+                        "wrote {} (secret, keep it) and {} ({})",
+                        out.display(),
+                        pub_path.display(),
+                        k.fingerprint()
+                    );
+                }
+                Ok(exit::OK)
+            }
+            Err(e) => fail(global, e),
+        },
+        ArchiveAction::Create {
+            out,
+            all,
+            level,
+            sign,
+        } => {
+            let key = match sign
+                .map(|k| archive::sign::load_secret(&absolute(&k)))
+                .transpose()
+            {
+                Ok(k) => k,
+                Err(e) => return fail(global, e),
+            };
             let project = session::project(global)?;
             let cache = Cache::open(&project.cache_dir)?;
             let started = std::time::Instant::now();
@@ -64,6 +152,7 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                 &project,
                 &absolute(&out),
                 &CreateOptions { all, level },
+                key.as_ref(),
             ) {
                 Ok(s) => s,
                 Err(e) => return fail(global, e),
@@ -86,6 +175,9 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                     s.uncompressed_bytes as f64 / 1048576.0,
                     s.bytes as f64 / 1048576.0,
                 );
+                if let Some(fp) = &s.signed_by {
+                    println!("signed by {fp}");
+                }
                 for d in &s.missing_blobs {
                     eprintln!(
                         "warning: blob {d} is missing or corrupt in the cache (not archived)"
@@ -99,7 +191,9 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
             }
             Ok(exit::OK)
         }
-        ArchiveAction::Verify { file } => match archive::verify(&absolute(&file)) {
+        ArchiveAction::Verify { file, keys } => match public_keys(&keys)
+            .and_then(|trusted| archive::verify(&absolute(&file), &VerifyOptions { trusted }))
+        {
             Ok(v) => {
                 if global.json {
                     let mut j = serde_json::to_value(&v)?;
@@ -114,15 +208,20 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                         v.blobs,
                         v.sources
                     );
+                    println!("{}", signature_line(&v.signature));
                 }
                 Ok(exit::OK)
             }
             Err(e) => fail(global, e),
         },
-        ArchiveAction::Import { file } => {
+        ArchiveAction::Import { file, require_keys } => {
+            let require_key = match public_keys(&require_keys) {
+                Ok(k) => k,
+                Err(e) => return fail(global, e),
+            };
             let project = session::project(global)?;
             let cache = Cache::open(&project.cache_dir)?;
-            match archive::import(&cache, &absolute(&file)) {
+            match archive::import(&cache, &absolute(&file), &ImportOptions { require_key }) {
                 Ok(s) => {
                     if global.json {
                         println!("{}", serde_json::to_string_pretty(&s)?);
@@ -137,6 +236,13 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                             s.latest,
                             s.table_rows
                         );
+                        if s.latest_kept > 0 {
+                            println!(
+                                "kept the cache's own latest result for {} step(s) the archive also has",
+                                s.latest_kept
+                            );
+                        }
+                        println!("{}", signature_line(&s.signature));
                     }
                     Ok(exit::OK)
                 }

@@ -18,9 +18,10 @@ pub struct BuildArgs {
     /// Only the steps of this pipeline.
     #[arg(long, short = 'p')]
     pub pipeline: Option<String>,
-    /// Steps run at once (measurements still never overlap on one device).
-    #[arg(long, short = 'j', default_value_t = default_jobs())]
-    pub jobs: usize,
+    /// Steps run at once (measurements still never overlap on one device). Default: the number
+    /// of CPUs here; with `--executor ray`, 64 (the cluster schedules them).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     /// Go on with independent steps after a failure.
     #[arg(long, short = 'k')]
     pub keep_going: bool,
@@ -102,21 +103,33 @@ pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
     } else {
         progress::Mode::Lines
     };
+    // On a cluster, Ray places steps on devices (one judge per device); here they only queue.
+    let on_cluster = session.ray.is_some();
     let opts = BuildOptions {
-        jobs: args.jobs.max(1),
+        jobs: args
+            .jobs
+            .unwrap_or(if on_cluster { 64 } else { default_jobs() })
+            .max(1),
         keep_going: args.keep_going,
         remeasure: args.remeasure,
         timeout: args.timeout,
-        exclusive_measurements: session.backend == "cpu",
-        devices: session
-            .fingerprint
-            .get("device_count")
-            .and_then(|d| d.parse().ok())
-            .unwrap_or(1),
+        exclusive_measurements: session.backend == "cpu" && !on_cluster,
+        devices: if on_cluster {
+            u32::MAX / 2
+        } else {
+            session
+                .fingerprint
+                .get("device_count")
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(1)
+        },
         progress: mode,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let summary = engine.build(&session.set, &order, &opts)?;
+    if let Some(e) = session.cluster_failure() {
+        return Err(e.into());
+    }
     if global.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {

@@ -47,6 +47,9 @@ fn device_check(
 
 pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
     let project = session::project(global)?;
+    if let Some(cfg) = super::ray_session::settings(global, &project)? {
+        return super::doctor_ray::run(global, &project, cfg);
+    }
     let env = session::worker_env(global);
     let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
     if args.device_check {

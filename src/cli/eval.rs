@@ -360,10 +360,13 @@ pub fn evaluate_batch(
             );
             let text =
                 serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
-            out.push(parse_pipeline(
-                Path::new(&format!("<{}>", c.pipeline)),
-                &text,
-            )?);
+            let mut loaded = parse_pipeline(Path::new(&format!("<{}>", c.pipeline)), &text)?;
+            // The candidate file may live outside the project: this pipeline may name it.
+            loaded
+                .file
+                .allow_outside
+                .push(c.kernel.to_string_lossy().to_string());
+            out.push(loaded);
         }
         Ok(out)
     })?;
@@ -382,12 +385,20 @@ pub fn evaluate_batch(
         keep_going: true,
         remeasure: s.remeasure,
         timeout: None,
-        exclusive_measurements: session.backend == "cpu",
-        devices: 1,
+        // On a Ray cluster the judges hold the devices (one step per device at a time).
+        exclusive_measurements: session.backend == "cpu" && session.ray.is_none(),
+        devices: if session.ray.is_some() {
+            u32::MAX / 2
+        } else {
+            1
+        },
         progress: s.progress,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let summary = engine.build(&session.set, &order, &opts)?;
+    if let Some(e) = session.cluster_failure() {
+        return Err(e.into());
+    }
     // Keep every fresh paired measurement's rounds, so that re-measurements pool.
     let cache = session.cache().ok();
     let db = cache.as_ref().map(|c| &c.db);

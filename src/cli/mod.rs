@@ -6,9 +6,11 @@ mod archive;
 pub mod build;
 mod cache_cmd;
 mod doctor;
+mod doctor_ray;
 pub mod eval;
 mod explain;
 mod list;
+mod ray_session;
 mod report;
 mod resolve;
 mod session;
@@ -76,6 +78,15 @@ impl Backend {
     }
 }
 
+/// Where steps run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecutorKind {
+    /// Worker processes on this machine.
+    Local,
+    /// The nodes of a Ray cluster (docs/ray.md).
+    Ray,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct GlobalOpts {
     /// Cache directory (blobs, run database, Python environment). Default: `cache/` of the project.
@@ -96,6 +107,14 @@ pub struct GlobalOpts {
     /// Python environment folder (default: `<cache-dir>/pyenv`).
     #[arg(long, global = true, env = "JB_PYENV", value_name = "DIR")]
     pub pyenv: Option<PathBuf>,
+    /// Where steps run: this machine, or a Ray cluster (docs/ray.md). Default: `executor` in
+    /// the project's jb.yaml, else local.
+    #[arg(long, global = true, env = "JB_EXECUTOR", value_enum)]
+    pub executor: Option<ExecutorKind>,
+    /// The Ray cluster for `--executor ray`: the head's `host:port`, `auto` or `ray://host:port`.
+    /// Default: `ray.address` in jb.yaml.
+    #[arg(long, global = true, env = "JB_RAY_ADDRESS", value_name = "ADDRESS")]
+    pub ray_address: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

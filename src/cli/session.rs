@@ -8,6 +8,7 @@ use crate::engine::{Engine, KeyContext};
 use crate::error::Result;
 use crate::exec::dispatch::{Dispatch, Handler};
 use crate::exec::python::{venv_python, PythonExecutor, WorkerSpec};
+use crate::exec::ray::RayExecutor;
 use crate::exec::Executor;
 use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
 use crate::project::Project;
@@ -21,6 +22,8 @@ pub struct Session {
     pub backend: String,
     pub fingerprint: BTreeMap<String, String>,
     pub worker_env: Vec<(String, String)>,
+    /// The Ray executor when steps run on a cluster (`--executor ray`).
+    pub ray: Option<Arc<RayExecutor>>,
 }
 
 /// Whether a command may start Python to learn the environment.
@@ -117,6 +120,14 @@ pub fn scale_of(global: &GlobalOpts, backend: &str) -> String {
 }
 
 impl Session {
+    /// The error to exit with when the Ray cluster could not be reached during a build.
+    pub fn cluster_failure(&self) -> Option<crate::error::JbError> {
+        self.ray
+            .as_ref()
+            .and_then(|r| r.fatal())
+            .map(crate::error::JbError::Cluster)
+    }
+
     pub fn open(global: &GlobalOpts, python: Python) -> Result<Session> {
         Self::open_with(global, python, |_| Ok(Vec::new()))
     }
@@ -131,8 +142,14 @@ impl Session {
         let mut pipelines = pipeline::load_pipelines(&project)?;
         pipelines.extend(extra(&project)?);
         let env = worker_env(global);
+        let ray = super::ray_session::settings(global, &project)?
+            .map(|cfg| super::ray_session::executor(global, &project, cfg, &env));
+        let fingerprint = |may_start: bool| match &ray {
+            Some(r) => super::ray_session::fingerprint(global, &project, &env, r, may_start),
+            None => fingerprint(&project, global, &env, may_start),
+        };
         // Validate everything before anything is written or started.
-        let cached_fp = fingerprint(&project, global, &env, false)?;
+        let cached_fp = fingerprint(false)?;
         let provisional_backend =
             backend_of(global, cached_fp.as_ref().unwrap_or(&BTreeMap::new()));
         let provisional = ExpandContext {
@@ -143,7 +160,7 @@ impl Session {
         let fp = match cached_fp {
             Some(fp) => fp,
             None if python == Python::IfNeeded && has_python_steps(&pipelines) => {
-                fingerprint(&project, global, &env, true)?.unwrap_or_default()
+                fingerprint(true)?.unwrap_or_default()
             }
             None => BTreeMap::new(),
         };
@@ -166,6 +183,7 @@ impl Session {
             backend,
             fingerprint: fp,
             worker_env: env,
+            ray,
         })
     }
 
@@ -184,6 +202,10 @@ impl Session {
 
     /// The executor, with a handler for `translate` steps (`jb agent`).
     pub fn executor_with(&self, translate: Option<Handler>) -> Arc<dyn Executor> {
+        if let Some(ray) = &self.ray {
+            ray.set_translate(translate);
+            return ray.clone();
+        }
         let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
         Arc::new(Dispatch {
             python: uses_python.then(|| {

@@ -12,6 +12,9 @@ pub struct SetupArgs {
     /// Reinstall even if the pins are unchanged.
     #[arg(long)]
     pub force: bool,
+    /// Also install an optional extra: `ray` (for `--executor ray`, python/requirements-ray.txt).
+    #[arg(long = "with", value_name = "EXTRA")]
+    pub with: Vec<String>,
 }
 
 pub fn run(global: &GlobalOpts, args: SetupArgs) -> anyhow::Result<i32> {
@@ -25,5 +28,13 @@ pub fn run(global: &GlobalOpts, args: SetupArgs) -> anyhow::Result<i32> {
         if installed { "created" } else { "reusing" },
         project.pyenv_dir.display()
     );
+    for extra in &args.with {
+        let added =
+            crate::pyenv::ensure_extra(&project.pyenv_dir, &project.python_dir, variant, extra)?;
+        println!(
+            "{} extra `{extra}` (python/requirements-{extra}.txt)",
+            if added { "installed" } else { "reusing" }
+        );
+    }
     Ok(exit::OK)
 }

@@ -16,8 +16,9 @@ pub struct TuneArgs {
     /// List the expanded configurations; run nothing.
     #[arg(long, short = 'n')]
     pub dry_run: bool,
-    #[arg(long, short = 'j', default_value_t = 2)]
-    pub jobs: usize,
+    /// Steps run at once. Default: the number of CPUs here; with `--executor ray`, 64.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     #[arg(long, short = 'k', default_value_t = true)]
     pub keep_going: bool,
     #[arg(long)]

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::json;
@@ -31,6 +32,16 @@ pub fn run(req: &StepRequest) -> StepOutput {
         }
     }
     let mut cmd = Command::new("sh");
+    // The step's variables, also as environment variables (`"$JB_VAR_workload"`): the `run:`
+    // text has them shell-quoted already (see `pipeline::template::fill_shell`).
+    for (k, v) in &req.step.vars {
+        if k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            let text = crate::pipeline::template::var_string(v);
+            if !text.contains('\0') {
+                cmd.env(format!("JB_VAR_{k}"), text);
+            }
+        }
+    }
     cmd.arg("-c")
         .arg(script)
         .current_dir(root)
@@ -57,8 +68,22 @@ pub fn run(req: &StepRequest) -> StepOutput {
     match ended {
         Ended::Exited(status) if status.success() => {
             let mut files = BTreeMap::new();
+            let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
             for o in &req.step.outputs {
                 let p = root.join(o);
+                // The command may have made a folder of an output a symbolic link: an output
+                // is read (and later restored) only where the pipeline said it is.
+                if Path::new(o).is_relative() {
+                    let expected = crate::pipeline::paths::lexical(&real_root.join(o));
+                    if let Ok(real) = p.canonicalize() {
+                        if real != expected {
+                            return StepOutput::new(
+                                "failed",
+                                json!({"reasons": [format!("declared output `{o}` leads through a symbolic link to {}", real.display())], "duration_ms": duration_ms}),
+                            );
+                        }
+                    }
+                }
                 if !p.is_file() {
                     return StepOutput::new(
                         "failed",

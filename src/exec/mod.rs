@@ -8,6 +8,7 @@ pub mod command;
 pub mod dispatch;
 pub mod fake;
 pub mod python;
+pub mod ray;
 pub mod status;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
 //! Pipelines: YAML files under `pipelines/`, validated and expanded into concrete step instances.
 
+pub mod depth;
 pub mod locate;
 pub mod paths;
 pub mod schema;
@@ -97,6 +98,7 @@ pub struct ExpandContext {
 }
 
 pub fn parse_pipeline(path: &Path, text: &str) -> Result<LoadedPipeline> {
+    depth::check(path, text)?;
     let file: PipelineFile = serde_norway::from_str(text).map_err(|e| {
         let (line, column) = e
             .location()
@@ -133,6 +135,17 @@ pub fn parse_pipeline(path: &Path, text: &str) -> Result<LoadedPipeline> {
     }
     if loaded.file.steps.is_empty() {
         return Err(loaded.error_at(&["steps"], "a pipeline needs at least one step"));
+    }
+    if let Some(bad) = loaded
+        .file
+        .allow_outside
+        .iter()
+        .find(|r| !Path::new(r).is_absolute() || r.split('/').any(|c| c == ".."))
+    {
+        return Err(loaded.error_at(
+            &["allow_outside"],
+            format!("allow_outside: `{bad}` is not an absolute path without `..`"),
+        ));
     }
     for (name, def) in &loaded.file.steps {
         if !valid_name(name) {
@@ -353,6 +366,9 @@ fn expand_step(
 ) -> Result<Vec<Step>> {
     let err =
         |key: &str, msg: String| p.error_at(&["steps", name, key], format!("step `{name}`: {msg}"));
+    let allowed: Vec<PathBuf> = p.file.allow_outside.iter().map(PathBuf::from).collect();
+    let roots = paths::Roots::new(&project.root, &allowed);
+    let inside = |key: &str, path: &str| roots.check(&project.root, path).map_err(|m| err(key, m));
     let mut base = Vars::new();
     base.insert("scale".into(), json!(ctx.scale));
     base.insert("backend".into(), json!(ctx.backend));
@@ -371,7 +387,9 @@ fn expand_step(
                 } => {
                     let pattern = fill(pattern, &without_placeholders(b, pattern))
                         .map_err(|m| err("foreach", m))?;
-                    let matches = paths::match_pattern(&project.root, &pattern);
+                    inside("foreach", &pattern)?;
+                    let matches = paths::try_match_pattern(&project.root, &pattern)
+                        .map_err(|m| err("foreach", m))?;
                     if matches.is_empty() && !allow_empty {
                         return Err(err("foreach", format!("pattern `{pattern}` matches nothing (add `allow_empty: true` if that is expected)")));
                     }
@@ -404,6 +422,7 @@ fn expand_step(
                 }
                 Axis::Grid(path) => {
                     let rel = fill(path, b).map_err(|m| err("foreach", m))?;
+                    inside("foreach", &rel)?;
                     let full = project.root.join(&rel);
                     if !full.is_file() {
                         return Err(err(
@@ -440,7 +459,7 @@ fn expand_step(
         let run = def
             .run
             .as_ref()
-            .map(|r| fill(r, &vars))
+            .map(|r| template::fill_shell(r, &vars))
             .transpose()
             .map_err(|m| err("run", m))?;
         let outputs = def
@@ -449,10 +468,27 @@ fn expand_step(
             .map(|o| fill(o, &vars))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|m| err("outputs", m))?;
+        for o in &outputs {
+            inside("outputs", o)?;
+        }
+        for (key, path) in param_paths(&params) {
+            inside("params", path).map_err(|e| match e {
+                JbError::Pipeline { at, message } => JbError::Pipeline {
+                    at,
+                    message: format!("{message} (params.{key})"),
+                },
+                other => other,
+            })?;
+        }
         let mut inputs = Vec::new();
         for pattern in &def.inputs {
             let pat = fill(pattern, &vars).map_err(|m| err("inputs", m))?;
-            let files = paths::expand_files(&project.root, &pat);
+            inside("inputs", &pat)?;
+            let files =
+                paths::try_expand_files(&project.root, &pat).map_err(|m| err("inputs", m))?;
+            for f in &files {
+                inside("inputs", f)?;
+            }
             if files.is_empty() {
                 if pat.contains(['*', '?', '[']) {
                     return Err(err("inputs", format!("input `{pat}` matches no file")));
@@ -464,7 +500,12 @@ fn expand_step(
             inputs.extend(files);
         }
         for implied in implied_inputs(def.kind, &params) {
-            inputs.extend(paths::expand_files(&project.root, &implied));
+            let files =
+                paths::try_expand_files(&project.root, &implied).map_err(|m| err("params", m))?;
+            for f in &files {
+                inside("params", f)?;
+            }
+            inputs.extend(files);
         }
         inputs.sort();
         inputs.dedup();
@@ -519,6 +560,22 @@ fn relabel(e: JbError, rel: &str) -> JbError {
         }
         other => other,
     }
+}
+
+/// The paths a step's parameters name: `workload` and `impl.path`.
+fn param_paths(params: &Value) -> Vec<(&'static str, &str)> {
+    let mut out = Vec::new();
+    if let Some(w) = params.get("workload").and_then(Value::as_str) {
+        out.push(("workload", w));
+    }
+    if let Some(p) = params
+        .get("impl")
+        .and_then(|i| i.get("path"))
+        .and_then(Value::as_str)
+    {
+        out.push(("impl.path", p));
+    }
+    out
 }
 
 /// Files a Python step reads whether or not the pipeline lists them: the workload folder, the

@@ -15,6 +15,10 @@ pub struct PipelineFile {
     /// Whether `jb build all` includes this pipeline.
     #[serde(default = "yes")]
     pub default: bool,
+    /// Absolute folders outside the project that this pipeline's paths (workloads,
+    /// implementations, inputs, outputs) may name; anything else outside is an error.
+    #[serde(default)]
+    pub allow_outside: Vec<String>,
     pub steps: IndexMap<String, StepDef>,
 }
 

@@ -1,0 +1,76 @@
+//! `jb doctor --executor ray`: the cluster's nodes, their resources and the judges' fingerprint.
+
+use serde_json::{json, Value};
+
+use crate::error::{exit, JbError};
+use crate::exec::ray::RayConfig;
+use crate::project::Project;
+
+use super::{ray_session, session, GlobalOpts};
+
+pub fn run(global: &GlobalOpts, project: &Project, cfg: RayConfig) -> anyhow::Result<i32> {
+    ray_session::ensure_env(global, project)?;
+    let env = session::worker_env(global);
+    let address = cfg.address.clone();
+    let ray = ray_session::executor(global, project, cfg, &env);
+    let nodes = ray.nodes().map_err(|e| JbError::Cluster(e.to_string()))?;
+    let fp = ray_session::fingerprint(global, project, &env, &ray, true)?.unwrap_or_default();
+    if global.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "executor": "ray", "address": address, "cluster": nodes, "fingerprint": fp,
+                "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir,
+            }))?
+        );
+        return Ok(exit::OK);
+    }
+    println!("executor    ray ({address})");
+    println!("project     {}", project.root.display());
+    println!("cache       {}", project.cache_dir.display());
+    let empty = Vec::new();
+    let list = nodes
+        .get("nodes")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    println!("nodes       {}", list.len());
+    for n in list {
+        let alive = n.get("alive").and_then(Value::as_bool) == Some(true);
+        let resources = n
+            .get("resources")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| !k.starts_with("node:") && !k.contains("memory"))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        println!(
+            "  {} {:15} {:5} {resources}",
+            n.get("node_id")
+                .and_then(Value::as_str)
+                .map(|s| &s[..s.len().min(12)])
+                .unwrap_or("?"),
+            n.get("address").and_then(Value::as_str).unwrap_or("?"),
+            if alive { "alive" } else { "dead" },
+        );
+    }
+    println!(
+        "total       {}",
+        nodes.get("total").cloned().unwrap_or_default()
+    );
+    println!(
+        "available   {}",
+        nodes.get("available").cloned().unwrap_or_default()
+    );
+    println!(
+        "judges on   {}",
+        nodes.get("device_resource").cloned().unwrap_or_default()
+    );
+    for (k, v) in &fp {
+        println!("{k:11} {v}");
+    }
+    Ok(exit::OK)
+}

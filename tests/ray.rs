@@ -1,0 +1,453 @@
+//! `--executor ray` with the real binary against a real local Ray cluster (a head and two worker
+//! nodes with distinct custom resources). The cluster and every jb that talks to it live in a
+//! private network namespace with only loopback up (`unshare -n`, as root), so no packet leaves
+//! the machine. Ray is installed into the repository's Python environment by `jb setup --with ray`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use common::{jb_bin, repo_root, Run, TestProject};
+
+fn pyenv() -> PathBuf {
+    repo_root().join("cache/pyenv")
+}
+
+/// `jb setup --with ray` on the repository's environment (idempotent, locked).
+fn ensure_ray() {
+    let out = Command::new(jb_bin())
+        .args(["setup", "--with", "ray"])
+        .current_dir(repo_root())
+        .env_remove("JB_CACHE_DIR")
+        .env_remove("JB_PYENV")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "jb setup --with ray: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Cluster {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    address: String,
+    nodes: BTreeMap<String, String>,
+    _node_dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Start `tests/ray_cluster.py` in a new network namespace; `env` is passed to every node.
+    fn start(specs: &[&str], env: &[(&str, &Path)]) -> Cluster {
+        let node_dir = tempfile::tempdir().unwrap();
+        let python = pyenv().join("bin/python");
+        let script = format!(
+            "ip link set lo up && exec {} -u {} {}",
+            python.display(),
+            repo_root().join("tests/ray_cluster.py").display(),
+            specs
+                .iter()
+                .map(|s| format!("'{s}'"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let mut cmd = Command::new("unshare");
+        cmd.args(["-n", "sh", "-c", &script])
+            .env("JB_RAY_NODE_DIR", node_dir.path())
+            .env("RAY_USAGE_STATS_ENABLED", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(node_dir.path().join("cluster.err")).unwrap());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("unshare (needs root, as in CI)");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let first = rx
+            .recv_timeout(Duration::from_secs(180))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the test cluster did not come up: {}",
+                    std::fs::read_to_string(node_dir.path().join("cluster.err"))
+                        .unwrap_or_default()
+                )
+            });
+        let v: Value = serde_json::from_str(&first).unwrap();
+        let nodes = v["nodes"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (v.as_str().unwrap().to_string(), k.clone()))
+            .collect();
+        Cluster {
+            child,
+            stdin,
+            lines: rx,
+            address: v["address"].as_str().unwrap().to_string(),
+            nodes,
+            _node_dir: node_dir,
+        }
+    }
+
+    /// jb inside the cluster's network namespace.
+    fn jb(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("nsenter");
+        c.arg(format!("--net=/proc/{}/ns/net", self.child.id()))
+            .arg("--")
+            .arg(jb_bin())
+            .args(["--executor", "ray", "--ray-address", &self.address])
+            .args(args)
+            .current_dir(dir)
+            .env_remove("JB_CACHE_DIR")
+            .env("NO_COLOR", "1");
+        c
+    }
+
+    /// Remove a worker node as if its machine died; returns its name.
+    fn kill(&mut self, node_id: &str) -> String {
+        assert!(
+            self.nodes.contains_key(node_id),
+            "{node_id} is not a node of the test cluster: {:?}",
+            self.nodes
+        );
+        writeln!(self.stdin, "kill {node_id}").unwrap();
+        self.stdin.flush().unwrap();
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("no answer to kill");
+        assert!(line.starts_with("killed "), "{line}");
+        line["killed ".len()..].to_string()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// step -> (key, status) of a `jb build --json` summary.
+fn keys_and_statuses(r: &Run) -> BTreeMap<String, (String, String)> {
+    r.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["step"].as_str().unwrap().to_string(),
+                (
+                    s["key"].as_str().unwrap().to_string(),
+                    s["status"].as_str().unwrap().to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn run(mut c: impl std::borrow::BorrowMut<Command>) -> Run {
+    c.borrow_mut().output().expect("run jb").into()
+}
+
+/// A command pipeline: a plain step, a slow one holding a device (the one whose node is
+/// killed), three quick device steps and a total that reads the upstream outputs.
+fn command_project() -> TestProject {
+    let p = TestProject::new();
+    p.write("src/in.txt", "hello ray\n");
+    p.write(
+        "pipelines/p.yaml",
+        r#"steps:
+  gen:
+    kind: command
+    inputs: ["src/in.txt"]
+    outputs: ["out/gen.txt"]
+    run: "tr a-z A-Z < src/in.txt > out/gen.txt"
+  slow:
+    kind: command
+    needs: [gen]
+    resources: {device: 1}
+    outputs: ["out/slow.txt"]
+    run: "echo \"$JB_RAY_NODE_ID\" >> \"$JB_TEST_ATTEMPTS\"; sleep 4; rev < out/gen.txt > out/slow.txt"
+  quick:
+    kind: command
+    foreach: [{values: {n: [1, 2, 3]}}]
+    needs: [gen]
+    resources: {device: 1}
+    outputs: ["out/q{n}.txt"]
+    run: "sleep 0.2; cut -c1-{n} out/gen.txt > out/q{n}.txt"
+  total:
+    kind: command
+    needs: [slow, quick]
+    outputs: ["out/total.txt"]
+    run: "cat out/slow.txt out/q*.txt | wc -l > out/total.txt"
+"#,
+    );
+    p
+}
+
+fn jb_local(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(jb_bin());
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("JB_CACHE_DIR")
+        .env_remove("JB_EXECUTOR")
+        .env("NO_COLOR", "1");
+    c
+}
+
+#[test]
+fn unreachable_cluster_exits_3_naming_the_address() {
+    ensure_ray();
+    let p = TestProject::new();
+    p.write(
+        "pipelines/p.yaml",
+        "steps:\n  a:\n    kind: command\n    outputs: [a.txt]\n    run: \"echo a > a.txt\"\n",
+    );
+    let pyenv = pyenv();
+    let pyenv = pyenv.to_str().unwrap();
+    let r = run(
+        jb_local(p.path(), &["--pyenv", pyenv, "build", "--executor", "ray"])
+            .env_remove("JB_RAY_ADDRESS"),
+    );
+    assert_eq!(r.code, 2, "no address is a usage error: {}", r.stderr);
+    assert!(r.stderr.contains("--ray-address"), "{}", r.stderr);
+    // Port 9 on loopback: nothing listens there.
+    let r = run(jb_local(
+        p.path(),
+        &[
+            "--pyenv",
+            pyenv,
+            "build",
+            "--executor",
+            "ray",
+            "--ray-address",
+            "127.0.0.1:9",
+        ],
+    ));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("127.0.0.1:9"), "{}", r.stderr);
+    assert!(!p.path().join("a.txt").exists(), "nothing ran");
+    // The project's jb.yaml names the cluster too.
+    p.write("jb.yaml", "executor: ray\nray:\n  address: 127.0.0.1:9\n");
+    let r = run(jb_local(p.path(), &["--pyenv", pyenv, "build"]).env_remove("JB_RAY_ADDRESS"));
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("127.0.0.1:9"), "{}", r.stderr);
+    // ... and --executor local overrides it.
+    let r = run(jb_local(
+        p.path(),
+        &["--pyenv", pyenv, "build", "--executor", "local"],
+    ));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Cache hits never touch the cluster: with everything cached, the unreachable one is fine.
+    let r = run(
+        jb_local(p.path(), &["--pyenv", pyenv, "build", "--json"]).env_remove("JB_RAY_ADDRESS")
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["ran"], 0, "{}", r.stdout);
+}
+
+#[test]
+fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
+    ensure_ray();
+    let marks = tempfile::tempdir().unwrap();
+    let attempts = marks.path().join("attempts");
+    let mut cluster = Cluster::start(
+        &[
+            r#"head:{"CPU": 1, "head": 1}"#,
+            r#"b:{"CPU": 1, "device": 1, "node_b": 1}"#,
+            r#"c:{"CPU": 1, "device": 1, "node_c": 1}"#,
+        ],
+        &[("JB_TEST_ATTEMPTS", &attempts)],
+    );
+    let pyenv = pyenv();
+    let pyenv = pyenv.to_str().unwrap();
+
+    // 1. Two workloads at tiny scale on the cluster, then locally on the same cache: the local
+    //    executor computes the very same keys (every step is a cache hit, none runs) and gets
+    //    the cluster's statuses, which are those a local build gives (compiled, correct, timed).
+    let root = repo_root();
+    let ray_cache = tempfile::tempdir().unwrap();
+    let args = [
+        "--scale",
+        "tiny",
+        "--pyenv",
+        pyenv,
+        "--cache-dir",
+        ray_cache.path().to_str().unwrap(),
+        "build",
+        "12p",
+        "8p",
+        "--json",
+    ];
+    let on_ray = run(cluster.jb(&root, &args));
+    assert_eq!(on_ray.code, 0, "ray build: {}", on_ray.stderr);
+    let r = keys_and_statuses(&on_ray);
+    assert!(r.len() >= 6, "{r:?}");
+    for (step, (_, status)) in &r {
+        let want = if step.starts_with("eval/verify") {
+            "correct"
+        } else {
+            "ok"
+        };
+        assert_eq!(status, want, "{step}");
+    }
+    let steps = on_ray.json()["steps"].as_array().unwrap().clone();
+    let remote = steps
+        .iter()
+        .filter(|s| s["result"]["ray"]["node_id"].is_string())
+        .count();
+    assert_eq!(remote, r.len(), "every worker step ran on a cluster node");
+    let again = run(jb_local(&root, &args));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(
+        again.json()["ran"],
+        0,
+        "local build after the cluster's: {}",
+        again.stdout
+    );
+    assert_eq!(
+        keys_and_statuses(&again),
+        r,
+        "the same keys and statuses locally as on the cluster"
+    );
+
+    // A result is never filed under another machine's key: pretend the cached fingerprint of
+    // the cluster says TPU v6e. The keys then differ (nothing cached), every judge refuses, no
+    // result is kept and the stale fingerprint is dropped; the next build probes the cluster
+    // again and finds everything cached.
+    let fp_file = ray_cache.path().join("fingerprint-ray.json");
+    let mut stored: Value =
+        serde_json::from_str(&std::fs::read_to_string(&fp_file).unwrap()).unwrap();
+    stored["fingerprint"]["device_kind"] = Value::from("TPU v6e");
+    std::fs::write(&fp_file, stored.to_string()).unwrap();
+    let one = [&args[..8], &["--json"]].concat();
+    let wrong = run(cluster.jb(&root, &one));
+    assert_ne!(wrong.code, 0, "{}", wrong.stdout);
+    assert!(
+        wrong.stdout.contains("environment differs"),
+        "{}",
+        wrong.stdout
+    );
+    assert!(
+        !fp_file.exists(),
+        "the stale cluster fingerprint is dropped"
+    );
+    let right = run(cluster.jb(&root, &one));
+    assert_eq!(right.code, 0, "{}", right.stderr);
+    assert_eq!(
+        right.json()["ran"],
+        0,
+        "nothing of the refused run was cached: {}",
+        right.stdout
+    );
+
+    // 2. A command pipeline; the node running the slow device step is killed mid-step.
+    let p = command_project();
+    let local_attempts = marks.path().join("local-attempts");
+    let lcache = tempfile::tempdir().unwrap();
+    let local = run(jb_local(
+        p.path(),
+        &[
+            "--pyenv",
+            pyenv,
+            "--cache-dir",
+            lcache.path().to_str().unwrap(),
+            "build",
+            "--json",
+        ],
+    )
+    .env("JB_TEST_ATTEMPTS", &local_attempts));
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    let expected_total = p.read("out/total.txt");
+    std::fs::remove_dir_all(p.path().join("out")).unwrap();
+    let child = cluster
+        .jb(p.path(), &["--pyenv", pyenv, "build", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let first_node = loop {
+        assert!(Instant::now() < deadline, "the slow step never started");
+        if let Ok(text) = std::fs::read_to_string(&attempts) {
+            if let Some(l) = text.lines().next().filter(|l| !l.trim().is_empty()) {
+                break l.trim().to_string();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let killed = cluster.kill(&first_node);
+    assert!(killed == "b" || killed == "c", "a device node: {killed}");
+    let on_ray: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(on_ray.code, 0, "the build completes: {}", on_ray.stderr);
+    let tries: Vec<String> = std::fs::read_to_string(&attempts)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(tries.len(), 2, "retried once: {tries:?}");
+    assert_ne!(tries[0], tries[1], "on another node: {tries:?}");
+    assert_eq!(p.read("out/total.txt"), expected_total);
+    assert_eq!(keys_and_statuses(&local), keys_and_statuses(&on_ray));
+    let slow = on_ray.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "p/slow")
+        .cloned()
+        .unwrap_or_else(|| panic!("no p/slow in {}", on_ray.stdout));
+    assert_eq!(slow["result"]["ray"]["attempts"], 2, "{slow:#}");
+    // The lost attempt was not cached as a failure: a local build is fully cached.
+    let again = run(jb_local(p.path(), &["--pyenv", pyenv, "build", "--json"]));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.json()["ran"], 0, "{}", again.stdout);
+
+    // 3. `jb doctor --executor ray` shows the nodes and their resources.
+    let r = run(cluster.jb(p.path(), &["--pyenv", pyenv, "doctor", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v = r.json();
+    let nodes = v["cluster"]["nodes"].as_array().unwrap();
+    // All three nodes are listed, the killed one alive or dead (up to Ray's health checks; a
+    // dead one shows no resources); the others with the custom resources they were started with.
+    assert_eq!(nodes.len(), 3, "{v:#}");
+    let has = |r: &str| nodes.iter().any(|n| n["resources"][r] == 1.0);
+    assert!(has("head"), "the head and its resource `head`: {v:#}");
+    let survivor = if killed == "b" { "node_c" } else { "node_b" };
+    assert!(has(survivor), "the surviving node's `{survivor}`: {v:#}");
+    assert!(
+        v["cluster"]["total"]["device"].as_f64().unwrap() >= 1.0,
+        "{v:#}"
+    );
+    assert_eq!(
+        v["fingerprint"]["backend"], "cpu",
+        "the judges' fingerprint: {v:#}"
+    );
+}
