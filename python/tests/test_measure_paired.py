@@ -85,11 +85,20 @@ def test_paired_stops_on_budget(tmp_path):
     r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": cand("candidates", "12p_RMSNorm", "rmsnorm_pallas.py"),
                      "pair": [{"kind": "xla"}], "warmup": 1, "budget_s": 0.0})
     assert r["status"] == "ok", r
-    assert r["paired"]["stop"] == "budget" and r["paired"]["rounds"] == 1
+    assert r["paired"]["stop"] == "budget" and r["paired"]["rounds"] == 1 and r["paired"]["budget_spent"] == "time"
     # Iterations per round chosen from the warmup times (microsecond programs: several).
     k = r["paired"]["round_iters"]
     assert 1 <= k <= profile.MAX_ROUND_ITERS and len(r["samples_ms"]) == k
     assert r["speedup_vs_xla"]["stop"] == "budget"
+
+
+def test_paired_never_times_more_iterations_than_a_separate_step():
+    r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": {"kind": "xla"},
+                     "pair": [{"kind": "xla"}], "warmup": 0, "round_iters": 2, "iters": 7,
+                     "min_rounds": 100, "budget_s": 600})
+    p = r["paired"]
+    assert p["stop"] == "budget" and p["budget_spent"] == "iterations"
+    assert p["rounds"] == 3 and len(r["samples_ms"]) == 6 <= 7
 
 
 def test_unavailable_pair_program_is_skipped_not_fatal():

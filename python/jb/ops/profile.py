@@ -13,8 +13,10 @@ first session in a process costs +15-30 %). Then one trace session holds every t
   rounds within the budget, microsecond programs enough iterations to average out timer noise) (A B C, C A B, B C A, ...), every program on the same input sets in the same order. After
   ``min_rounds`` rounds (default 6) the rounds stop when every speedup's bootstrap 95 % interval
   (jb.stats; from the live host wall-clock rounds) has a half-width of at most ``target`` (default
-  2 %) of the speedup (``stop: "converged"``), when ``budget_s`` seconds (default 20) of timed
-  rounds are spent (``"budget"``), or at ``max_rounds`` (default 200, ``"max_rounds"``).
+  2 %) of the speedup (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s``
+  seconds (default 20) of timed rounds, or ``iters`` timed iterations of each program (default 50,
+  what a separate profile step times: so a paired measurement never costs more than the separate
+  steps it replaces; ``paired.budget_spent`` says which), or at ``max_rounds`` (default 200).
 
 The trace is parsed by jb.trace per program (each program is compiled under its own module name,
 ``jit_jb_<role>``): device-plane module events on TPU/GPU, thunk events grouped by run_id on
@@ -345,6 +347,7 @@ def run(args: dict) -> dict:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="jb_profile_"))
     orders: list[str] = []
     stop = "iters"
+    budget_spent = None
     checks: list[tuple] = []  # (program index, set index, device result)
     elapsed = 0.0
     try:
@@ -401,7 +404,10 @@ def run(args: dict) -> dict:
                         stop = "converged"
                         break
                     if elapsed >= budget_s:
-                        stop = "budget"
+                        stop, budget_spent = "budget", "time"
+                        break
+                    if len(main.wall) + round_iters > iters:
+                        stop, budget_spent = "budget", "iterations"
                         break
                     if r >= max_rounds:
                         stop = "max_rounds"
@@ -469,7 +475,7 @@ def run(args: dict) -> dict:
                           "round_ms": _round_times(p.samples, p.rounds)}
                          for p in programs],
             "rounds": len(main.rounds), "round_iters": round_iters, "orders": orders, "stop": stop,
-            "elapsed_s": elapsed, "budget_s": budget_s, "target": target, "min_rounds": min_rounds,
+            "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
             "max_rounds": max_rounds, "timing_source": source, "ratios": ratios, "skipped": skipped,
         }
         if "xla" in speedups:
