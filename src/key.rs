@@ -181,6 +181,12 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "measurements",
     "pooled_median_ms",
     "pooled_samples",
+    // Paired measurements (python/jb/ops/profile.py): ratios, intervals and secret seeds vary
+    // from one measurement to the next.
+    "paired",
+    "speedup_vs_xla",
+    "speedup_vs_handtuned",
+    "seeds",
 ];
 
 /// The digest of a step's output: its result without volatile fields, plus its files.

@@ -91,7 +91,11 @@ fn statistics_follow_the_paper() {
     let s12: f64 = 1.1385 / 0.9;
     assert!(close(m.geomean.unwrap(), (s1 * s12).powf(1.0 / 6.0)));
     assert!(close(m.mean.unwrap(), (s1 + s12 + 4.0) / 6.0));
-    let fp: Vec<f64> = m.fast_p.iter().map(|f| f.value.unwrap()).collect();
+    // The paper's fast_p counts point estimates; the fixture has no paired measurement, so
+    // nothing has an interval and the interval-based count is 0 everywhere.
+    assert!(m.fast_p.iter().all(|f| f.value == Some(0.0)));
+    assert_eq!(m.fast1_at_n, [0.0, 0.0]);
+    let fp: Vec<f64> = m.fast_p.iter().map(|f| f.point.unwrap()).collect();
     assert_eq!(
         fp,
         [
@@ -103,7 +107,7 @@ fn statistics_follow_the_paper() {
             1.0 / 6.0
         ]
     );
-    assert_eq!(m.fast1_at_n, [2.0 / 6.0, 2.0 / 6.0]);
+    assert_eq!(m.fast1_at_n_point, [2.0 / 6.0, 2.0 / 6.0]);
 
     // Table 3: the three hand-tuned workloads; 7p counts as 1x in the geomean.
     let names: Vec<&str> = r
@@ -319,4 +323,54 @@ fn aggregate_step_renders_its_upstream_results() {
     let rec = cache.db.get_action(&key2).unwrap().unwrap();
     let md = String::from_utf8(cache.cas.get(&rec.files["report.md"]).unwrap()).unwrap();
     assert!(md.contains("| 1p_x | ok | 1.500 |"), "{md}");
+}
+
+#[test]
+fn paired_intervals_decide_fast_p_and_show_in_tables_and_plots() {
+    let p = TestProject::new();
+    let f = fixture::populate(&p);
+    let mut input = report::input_from_cache(
+        &f.cache,
+        Some(&project_of(&p)),
+        &report::methods::default_sources(),
+    )
+    .unwrap();
+    // 1p's candidate measured paired: 2.5x [2.4, 2.6]; 12p's: 1.2x [0.95, 1.4] (above 1x as a
+    // point, not as an interval).
+    let samples = &mut input.methods[0].samples;
+    let paired = |point: f64, lo: f64, hi: f64| {
+        Some(report::stats::Speedup {
+            point,
+            ci_low: Some(lo),
+            ci_high: Some(hi),
+        })
+    };
+    samples.get_mut("1p_Flash_Attention").unwrap()[0].paired_xla = paired(2.5, 2.4, 2.6);
+    samples.get_mut("12p_RMSNorm").unwrap()[0].paired_xla = paired(1.2, 0.95, 1.4);
+    let r = report::build(&input);
+    let m = &r.methods[0];
+    let at = |p: f64| m.fast_p.iter().find(|f| f.p == p).unwrap();
+    assert_eq!(at(1.0).value, Some(1.0 / 6.0));
+    assert_eq!(at(0.8).value, Some(2.0 / 6.0));
+    assert_eq!(at(1.0).point, Some(2.0 / 6.0));
+    assert_eq!(m.fast1_at_n[0], 1.0 / 6.0);
+    // The paired speedup replaces the ratio of separate measurements, interval included.
+    let w1 = r
+        .workloads
+        .iter()
+        .find(|w| w.workload == "1p_Flash_Attention")
+        .unwrap();
+    assert_eq!(w1.speedups.best_vs_xla, Some(2.5));
+    assert_eq!(w1.speedups.best_vs_xla_ci, Some((2.4, 2.6)));
+    let md = report::render(&r, report::Format::Md).unwrap();
+    let text = content(&md, "report.md");
+    assert!(text.contains("2.50x [2.40, 2.60]"), "{text}");
+    assert!(text.contains("fast_1 (point)"));
+    let plots = report::plots::all(&r).unwrap();
+    let speedup = plots.iter().find(|p| p.id == "speedup").unwrap();
+    assert!(speedup.caption.contains("95 % interval"));
+    assert!(
+        speedup.svg.as_deref().unwrap().contains("<polyline")
+            || speedup.svg.as_deref().unwrap().contains("<line")
+    );
 }

@@ -435,6 +435,7 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
             memory_mb: args.memory_mb,
             allow_pure_jax: args.allow_pure_jax,
             remeasure: false,
+            measure_budget: None,
             handtuned: false,
             jobs: args.jobs,
             progress: progress::Mode::Quiet,

@@ -12,13 +12,50 @@ use crate::exec::CancelFlag;
 use super::session::{self, worker_spec};
 use super::GlobalOpts;
 
-pub fn run(global: &GlobalOpts) -> anyhow::Result<i32> {
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Also check the measurement on this machine's device (python/jb/tools/device_check.py):
+    /// XLA baselines of a handful of workloads (paper scale on an accelerator, `--scale` or tiny
+    /// on CPU), the real profiler trace parsed, and paired speedups of portable candidates, as
+    /// one table. Under 8 minutes on a GPU.
+    #[arg(long)]
+    pub device_check: bool,
+}
+
+/// Run the device check script in the project's Python environment; its exit code.
+fn device_check(
+    project: &crate::project::Project,
+    global: &GlobalOpts,
+    env: &[(String, String)],
+) -> anyhow::Result<i32> {
+    let spec = worker_spec(project, env);
+    let mut cmd = std::process::Command::new(&spec.python);
+    cmd.args(["-u", "-m", "jb.tools.device_check"])
+        .current_dir(&spec.cwd)
+        .env("PYTHONPATH", &spec.python_dir)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if let Some(s) = global.scale {
+        cmd.args(["--scale", s.as_str()]);
+    }
+    if global.json {
+        cmd.arg("--json");
+    }
+    let status = cmd
+        .status()
+        .map_err(|e| crate::error::JbError::io(&spec.python, e))?;
+    Ok(status.code().unwrap_or(exit::INTERNAL))
+}
+
+pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
     let project = session::project(global)?;
     if let Some(cfg) = super::ray_session::settings(global, &project)? {
         return super::doctor_ray::run(global, &project, cfg);
     }
     let env = session::worker_env(global);
     let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
+    if args.device_check {
+        return device_check(&project, global, &env);
+    }
     let py = PythonExecutor::new(worker_spec(&project, &env));
     let peak = py.call(
         "peak",

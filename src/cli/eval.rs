@@ -34,13 +34,17 @@ pub struct EvalArgs {
     /// Accept candidates without a `pallas_call` (pure-JAX rewrites).
     #[arg(long)]
     pub allow_pure_jax: bool,
-    /// Measure again even when the measurement is cached.
+    /// Measure again even when the measurement is cached (rounds pool with earlier ones).
     #[arg(long)]
     pub remeasure: bool,
     /// Replay an evaluation: the seed its inputs were drawn from (the `seed` of a verify
     /// result). Without it, every evaluation draws a secret seed from OS randomness.
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Time budget of the paired measurement in seconds: rounds stop when every speedup's 95 %
+    /// interval is within 2 % of it, or when the budget is spent (default 20).
+    #[arg(long, value_name = "SECONDS")]
+    pub measure_budget: Option<f64>,
 }
 
 const EVAL: &str = "jb-eval";
@@ -53,6 +57,8 @@ pub struct EvalSettings {
     pub memory_mb: u64,
     pub allow_pure_jax: bool,
     pub remeasure: bool,
+    /// Time budget of the candidate's paired measurement, seconds (None: the profile op's default).
+    pub measure_budget: Option<f64>,
     /// Also compile, verify and profile the hand-tuned baseline (where the workload has one).
     pub handtuned: bool,
     pub jobs: usize,
@@ -134,16 +140,24 @@ fn generated(
             seeded(json!({"allow_pure_jax": s.allow_pure_jax})),
         ),
     );
+    // The candidate is timed paired with XLA and the hand-tuned kernel: interleaved rounds in
+    // one process, so that its speedups hold on a noisy machine (python/jb/ops/profile.py).
+    let handtuned_impl = handtuned.map(|cfg| json!({"kind": "baseline", "path": format!("tokamax_baselines/{workload}/baseline.py"), "config": cfg}));
+    let mut pair = vec![json!({"kind": "xla"})];
+    pair.extend(handtuned_impl.clone());
+    let mut measure = json!({"pair": pair});
+    if let Some(b) = s.measure_budget {
+        measure["budget_s"] = json!(b);
+    }
     steps.insert(
         "profile".into(),
         common(
             "profile",
             vec!["export", "verify", "baseline/compile"],
-            seeded(json!({})),
+            seeded(measure),
         ),
     );
-    if let Some(cfg) = handtuned {
-        let imp = json!({"kind": "baseline", "path": format!("tokamax_baselines/{workload}/baseline.py"), "config": cfg});
+    if let Some(imp) = handtuned_impl {
         steps.insert("handtuned_compile".into(), json!({"kind": "compile", "foreach": [{"values": {"workload": [workload]}}], "params": {"workload": wl, "impl": imp}, "timeout": 1800}));
         steps.insert("handtuned_verify".into(), json!({"kind": "verify", "foreach": [{"values": {"workload": [workload]}}], "needs": ["handtuned_compile"], "params": {"workload": wl, "impl": imp}, "timeout": 1800}));
         steps.insert(
@@ -212,6 +226,26 @@ pub fn require_sandbox(session: &Session) -> anyhow::Result<()> {
         SandboxMode::Unavailable(e) => Err(JbError::Worker(refusal(&e)).into()),
         SandboxMode::On(_) | SandboxMode::Off => Ok(()),
     }
+}
+
+/// How the candidate's paired measurement went: rounds, what stopped it, the programs' medians.
+fn measurement_json(profile: Option<&StepReport>, xla: &Value, handtuned: &Value) -> Value {
+    let Some(paired) = profile.and_then(|p| p.result.get("paired")) else {
+        return Value::Null;
+    };
+    json!({
+        "rounds": paired.get("rounds"),
+        "round_iters": paired.get("round_iters"),
+        "stop": paired.get("stop"),
+        "elapsed_s": paired.get("elapsed_s"),
+        "timing_source": paired.get("timing_source"),
+        "programs": paired.get("programs").and_then(Value::as_array).map(|ps| ps.iter().map(|p| json!({
+            "role": p.get("role"), "median_ms": p.get("median_ms"), "iqr_rel": p.get("iqr_rel"), "n": p.get("n"),
+        })).collect::<Vec<_>>()),
+        "skipped": paired.get("skipped"),
+        "vs_xla": xla,
+        "vs_handtuned": handtuned,
+    })
 }
 
 fn median(v: &Value) -> Option<f64> {
@@ -286,6 +320,37 @@ fn overall_status(
 }
 
 /// The result JSON of one candidate (the `jb eval --json` contract) from a finished build.
+/// The candidate's paired speedups: (speedup, [lo, hi], this measurement, pooled) per role,
+/// pooled over `--remeasure` runs where the database has several.
+fn paired_json(
+    profile: Option<&StepReport>,
+    db: Option<&crate::cache::db::Db>,
+    role: &str,
+) -> Value {
+    let Some(p) = profile.filter(|p| p.status == "ok") else {
+        return Value::Null;
+    };
+    let field = crate::report::paired::ROLES
+        .iter()
+        .find(|(r, _)| *r == role)
+        .map(|(_, f)| *f)
+        .unwrap_or("speedup_vs_xla");
+    let this = p.result.get(field).cloned().unwrap_or(Value::Null);
+    let pooled = db.and_then(|db| {
+        crate::report::paired::pooled(db, &p.key, role)
+            .ok()
+            .flatten()
+    });
+    let best = crate::report::paired::best_estimate(&p.result, role, pooled.as_ref());
+    json!({
+        "speedup": best.map(|b| b.point),
+        "ci": best.and_then(|b| b.interval()).map(|(lo, hi)| json!([lo, hi])),
+        "this_measurement": this,
+        "pooled": pooled,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn result_json(
     steps: &[StepReport],
     pipeline: &str,
@@ -294,6 +359,7 @@ fn result_json(
     handtuned_kind: Option<&str>,
     session: &Session,
     run_id: i64,
+    db: Option<&crate::cache::db::Db>,
 ) -> Value {
     let id = |step: &str| format!("{pipeline}/{step}[workload={wl_name}]");
     let xla_profile = format!("baseline/profile[workload={wl_name}]");
@@ -329,10 +395,25 @@ fn result_json(
         Value::Null
     };
     let handtuned = timing(find(steps, &id("handtuned_profile")));
-    let speedup = |base: &Value| match (median(base), median(&kernel_t)) {
+    // Ratios of separate measurements (the XLA and hand-tuned profile steps): kept beside the
+    // paired speedups for comparison, and used where the candidate was not measured paired.
+    let unpaired = |base: &Value| match (median(base), median(&kernel_t)) {
         (Some(b), Some(k)) if k > 0.0 => json!(b / k),
         _ => Value::Null,
     };
+    let (paired_xla, paired_ht) = if status == "correct" {
+        (
+            paired_json(profile, db, "xla"),
+            paired_json(profile, db, "handtuned"),
+        )
+    } else {
+        (Value::Null, Value::Null)
+    };
+    let pick = |paired: &Value, base: &Value| match paired.get("speedup").filter(|v| !v.is_null()) {
+        Some(v) => v.clone(),
+        None => unpaired(base),
+    };
+    let ci = |paired: &Value| paired.get("ci").cloned().unwrap_or(Value::Null);
     let trials = verify
         .and_then(|v| v.result.get("trials"))
         .and_then(Value::as_array)
@@ -353,8 +434,12 @@ fn result_json(
         "kernel": kernel_t,
         "handtuned": handtuned,
         "handtuned_config": handtuned_kind,
-        "speedup_vs_xla": speedup(&baseline),
-        "speedup_vs_handtuned": speedup(&handtuned),
+        "speedup_vs_xla": pick(&paired_xla, &baseline),
+        "speedup_ci": ci(&paired_xla),
+        "speedup_vs_handtuned": pick(&paired_ht, &handtuned),
+        "speedup_vs_handtuned_ci": ci(&paired_ht),
+        "speedup_unpaired": {"vs_xla": unpaired(&baseline), "vs_handtuned": unpaired(&handtuned)},
+        "measurement": measurement_json(profile, &paired_xla, &paired_ht),
         "has_pallas_call": compile.and_then(|c| c.result.get("has_pallas_call")),
         "interpret": compile.and_then(|c| c.result.get("interpret")),
         "trust": trust_of(export, &[compile, verify, profile]),
@@ -438,6 +523,21 @@ pub fn evaluate_batch(
     if let Some(e) = session.cluster_failure() {
         return Err(e.into());
     }
+    // Keep every fresh paired measurement's rounds, so that re-measurements pool.
+    let cache = session.cache().ok();
+    let db = cache.as_ref().map(|c| &c.db);
+    if let Some(db) = db {
+        for c in cands {
+            let id = format!("{}/profile[workload={}]", c.pipeline, c.workload);
+            if let Some(p) = find(&summary.steps, &id).filter(|p| !p.cached && p.status == "ok") {
+                if let Err(e) =
+                    crate::report::paired::record_rounds(db, &p.key, summary.run_id, &p.result)
+                {
+                    eprintln!("warning: could not keep the paired rounds of {id}: {e}");
+                }
+            }
+        }
+    }
     Ok(cands
         .iter()
         .zip(kinds)
@@ -450,6 +550,7 @@ pub fn evaluate_batch(
                 kind,
                 &session,
                 summary.run_id,
+                db,
             );
             if summary.interrupted {
                 v["interrupted"] = json!(true);
@@ -490,6 +591,7 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
         memory_mb: args.memory_mb,
         allow_pure_jax: args.allow_pure_jax,
         remeasure: args.remeasure,
+        measure_budget: args.measure_budget,
         handtuned: true,
         jobs: 2,
         seed: args.seed,
@@ -537,11 +639,24 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
             ms(&out["handtuned"])
         );
         println!("  candidate         {}", ms(&out["kernel"]));
+        let ci = |v: &Value| match (v[0].as_f64(), v[1].as_f64()) {
+            (Some(lo), Some(hi)) => format!("  (95% CI {lo:.3}-{hi:.3})"),
+            _ => String::new(),
+        };
         if let Some(s) = out["speedup_vs_xla"].as_f64() {
-            println!("  speedup vs XLA    {s:.3}x");
+            println!("  speedup vs XLA    {s:.3}x{}", ci(&out["speedup_ci"]));
         }
         if let Some(s) = out["speedup_vs_handtuned"].as_f64() {
-            println!("  speedup vs hand-tuned {s:.3}x");
+            println!(
+                "  speedup vs hand-tuned {s:.3}x{}",
+                ci(&out["speedup_vs_handtuned_ci"])
+            );
+        }
+        if let Some(stop) = out["measurement"]["stop"].as_str() {
+            println!(
+                "  paired measurement: {} rounds, stopped: {stop}",
+                out["measurement"]["rounds"]
+            );
         }
         if out["interpret"] == true {
             println!(

@@ -147,7 +147,7 @@ pub enum Cmd {
     /// Create (or check) the Python environment from the pinned requirements.
     Setup(setup::SetupArgs),
     /// Print the environment fingerprint and the device's measured peaks.
-    Doctor,
+    Doctor(doctor::DoctorArgs),
     /// Tables, plots and a self-contained html report of the run database (runs nothing).
     Report(report::ReportArgs),
     /// Create, verify or import a reproducible archive of the results.
@@ -217,7 +217,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Cmd::Agent(a) => agent::run(&cli.global, *a),
         Cmd::Cache(a) => cache_cmd::run(&cli.global, a),
         Cmd::Setup(a) => setup::run(&cli.global, a),
-        Cmd::Doctor => doctor::run(&cli.global),
+        Cmd::Doctor(a) => doctor::run(&cli.global, a),
         Cmd::Report(a) => report::run(&cli.global, a),
         Cmd::Archive(a) => archive::run(&cli.global, a),
     }

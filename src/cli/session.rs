@@ -245,11 +245,29 @@ impl Session {
         let uses_python = self.set.steps.iter().any(|s| s.kind.uses_python());
         Arc::new(Dispatch {
             python: uses_python.then(|| {
-                PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
-                    .with_untrusted(self.untrusted_policy())
+                let mut py = PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
+                    .with_untrusted(self.untrusted_policy());
+                py.peak = self.device_peak();
+                py
             }),
             translate,
         })
+    }
+
+    /// The roofline peak profile steps are judged against: the published figures of the
+    /// fingerprint's device, else the peak `jb doctor` measured (`<cache>/peak.json`).
+    pub fn device_peak(&self) -> Option<serde_json::Value> {
+        let peak = self
+            .fingerprint
+            .get("device_kind")
+            .and_then(|k| crate::report::peaks::published(k))
+            .or_else(|| crate::report::cached_peak(&self.project.cache_dir))?;
+        Some(serde_json::json!({
+            "flops_per_s": peak.flops_per_s,
+            "bytes_per_s": peak.bytes_per_s,
+            "source": peak.source,
+            "device": peak.device,
+        }))
     }
 
     pub fn engine(&self) -> Result<Engine> {

@@ -319,6 +319,9 @@ pub struct PythonExecutor {
     /// How candidates run; `None`: this executor refuses untrusted steps.
     pub untrusted: Option<UntrustedPolicy>,
     mode: OnceLock<SandboxMode>,
+    /// The device peak {flops_per_s, bytes_per_s, source} profile steps get as `peak` (their
+    /// roofline guard); not part of any key.
+    pub peak: Option<Value>,
 }
 
 impl PythonExecutor {
@@ -332,6 +335,7 @@ impl PythonExecutor {
             default_memory_mb: None,
             untrusted: None,
             mode: OnceLock::new(),
+            peak: None,
         }
     }
 
@@ -546,6 +550,11 @@ impl PythonExecutor {
         args.insert("backend".into(), json!(req.backend));
         args.insert("out_dir".into(), json!(req.out_dir));
         args.insert("project_root".into(), json!(req.project.root));
+        if req.step.kind == crate::pipeline::StepKind::Profile {
+            if let Some(p) = &self.peak {
+                args.entry("peak").or_insert_with(|| p.clone());
+            }
+        }
         // Upstream results the op may use (e.g. the reference's FLOPs for a kernel's profile).
         args.insert(
             "upstream".into(),

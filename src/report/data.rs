@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::methods::{candidate_sample, MethodData, MethodSample, Outcome};
 use super::peaks::{self, Peak, PEAK_STEP};
 use super::records::{Rec, RecordSet};
-use super::stats::{self, Trajectory, FAST_P};
+use super::stats::{self, Speedup, Trajectory, FAST_P};
 
 /// What a report is built from.
 #[derive(Debug, Clone, Default)]
@@ -85,6 +85,10 @@ pub struct CandidateRow {
     pub outcome: Outcome,
     pub median_ms: Option<f64>,
     pub speedup: Option<f64>,
+    /// The speedup's 95 % interval, where it was measured paired with XLA.
+    pub speedup_ci: Option<(f64, f64)>,
+    /// Paired speedup over the hand-tuned kernel (`jb eval`), with its interval.
+    pub vs_handtuned: Option<Speedup>,
     pub interpret: bool,
     pub step: Option<String>,
     pub key: Option<String>,
@@ -96,6 +100,9 @@ pub struct Speedups {
     pub tuned_vs_xla: Option<f64>,
     pub best_vs_xla: Option<f64>,
     pub best_vs_tuned: Option<f64>,
+    /// 95 % intervals of the best candidate's speedups, where it was measured paired.
+    pub best_vs_xla_ci: Option<(f64, f64)>,
+    pub best_vs_tuned_ci: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,7 +130,10 @@ pub struct WorkloadRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct FastP {
     pub p: f64,
+    /// Share of benchmarks with a kernel whose speedup interval lies above p.
     pub value: Option<f64>,
+    /// The paper's definition: the point estimate above p.
+    pub point: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -131,6 +141,8 @@ pub struct BenchBest {
     pub samples: usize,
     pub correct: bool,
     pub best_speedup: Option<f64>,
+    /// The interval of that kernel's speedup, where measured paired.
+    pub best_ci: Option<(f64, f64)>,
     pub step: Option<String>,
     pub key: Option<String>,
 }
@@ -151,8 +163,10 @@ pub struct MethodSummary {
     pub geomean: Option<f64>,
     pub mean: Option<f64>,
     pub fast_p: Vec<FastP>,
-    /// fast1@N for N = 1, 2, ... (index N-1).
+    /// fast1@N for N = 1, 2, ... (index N-1), counted on interval lower bounds.
     pub fast1_at_n: Vec<f64>,
+    /// fast1@N on point estimates (the paper's definition).
+    pub fast1_at_n_point: Vec<f64>,
     /// Geomean (floor 1x) of best-so-far speedups for N = 1, 2, ...
     pub best_so_far: Vec<f64>,
     pub per_benchmark: BTreeMap<String, BenchBest>,
@@ -168,6 +182,8 @@ pub struct HandtunedRow {
     pub speedup: Option<f64>,
     /// Best correct speedup per method (None: no correct kernel), in `methods` order.
     pub methods: Vec<Option<f64>>,
+    /// Their 95 % intervals, where measured paired.
+    pub methods_ci: Vec<Option<(f64, f64)>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -388,13 +404,16 @@ pub fn build(input: &ReportInput) -> Report {
         .iter()
         .filter_map(|r| Some((r.workload.as_str(), r.xla.as_ref()?.ok_ms()?)))
         .collect();
-    let sample_speedup = |w: &str, s: &MethodSample| -> Option<f64> {
+    let sample_speedup = |w: &str, s: &MethodSample| -> Option<Speedup> {
         if s.outcome != Outcome::Correct {
             return None;
         }
+        if let Some(p) = s.paired_xla {
+            return Some(p);
+        }
         match (xla_ms.get(w), s.median_ms) {
-            (Some(b), Some(m)) if m > 0.0 => Some(b / m),
-            _ => s.speedup,
+            (Some(b), Some(m)) if m > 0.0 => Some(Speedup::point(b / m)),
+            _ => s.speedup.map(Speedup::point),
         }
     };
     let methods: Vec<MethodSummary> = input
@@ -560,12 +579,14 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
     }
     let xla_ms = xla.as_ref().and_then(Timing::ok_ms);
     for c in &mut candidates {
-        if c.outcome == Outcome::Correct {
+        if c.outcome != Outcome::Correct {
+            c.speedup = None;
+            c.speedup_ci = None;
+            c.vs_handtuned = None;
+        } else if c.speedup_ci.is_none() {
             if let (Some(b), Some(m)) = (xla_ms, c.median_ms.filter(|m| *m > 0.0)) {
                 c.speedup = Some(b / m);
             }
-        } else {
-            c.speedup = None;
         }
     }
     let best_c = candidates
@@ -577,6 +598,16 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
                 .total_cmp(&b.median_ms.unwrap_or(f64::INFINITY))
         })
         .cloned();
+    let best_c_paired = best_c.as_ref().map_or((None, None), |c| {
+        (
+            c.speedup_ci.map(|(lo, hi)| Speedup {
+                point: c.speedup.unwrap_or(f64::NAN),
+                ci_low: Some(lo),
+                ci_high: Some(hi),
+            }),
+            c.vs_handtuned,
+        )
+    });
     let mut best = best_c.map(|c| {
         if let Some(s) = &c.step {
             ctx.used.insert(s.clone());
@@ -613,11 +644,20 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
     if let Some(t) = default.as_mut() {
         ctx.perf(t, flops, intensity);
     }
+    let paired_best = best_c_paired;
     let speedups = Speedups {
         default_vs_xla: speedup(xla.as_ref(), default.as_ref()),
         tuned_vs_xla: speedup(xla.as_ref(), tuned.as_ref()),
-        best_vs_xla: speedup(xla.as_ref(), best.as_ref()),
-        best_vs_tuned: speedup(tuned.as_ref(), best.as_ref()),
+        best_vs_xla: paired_best
+            .0
+            .map(|p| p.point)
+            .or_else(|| speedup(xla.as_ref(), best.as_ref())),
+        best_vs_tuned: paired_best
+            .1
+            .map(|p| p.point)
+            .or_else(|| speedup(tuned.as_ref(), best.as_ref())),
+        best_vs_xla_ci: paired_best.0.and_then(|p| p.interval()),
+        best_vs_tuned_ci: paired_best.1.and_then(|p| p.interval()),
     };
     let has_handtuned = input.declared_handtuned.iter().any(|d| d == w)
         || default.is_some()
@@ -655,7 +695,9 @@ fn candidate_row(method: &str, s: &MethodSample) -> CandidateRow {
         } else {
             None
         },
-        speedup: s.speedup,
+        speedup: s.paired_xla.map(|p| p.point).or(s.speedup),
+        speedup_ci: s.paired_xla.and_then(|p| p.interval()),
+        vs_handtuned: s.paired_handtuned,
         interpret: s.interpret,
         step: s.step.clone(),
         key: s.key.clone(),
@@ -665,9 +707,10 @@ fn candidate_row(method: &str, s: &MethodSample) -> CandidateRow {
 fn summarize(
     m: &MethodData,
     suite: &[String],
-    speedup: &dyn Fn(&str, &MethodSample) -> Option<f64>,
+    speedup: &dyn Fn(&str, &MethodSample) -> Option<Speedup>,
 ) -> MethodSummary {
     let mut trajs: Vec<Trajectory> = Vec::new();
+    let mut lowers: Vec<Trajectory> = Vec::new();
     let mut per_benchmark = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
     let mut samples = 0;
@@ -675,7 +718,8 @@ fn summarize(
         let ss = m.samples.get(w).map(Vec::as_slice).unwrap_or(&[]);
         let mut ordered: Vec<&MethodSample> = ss.iter().collect();
         ordered.sort_by_key(|s| s.index);
-        let traj: Trajectory = ordered.iter().map(|s| speedup(w, s)).collect();
+        let full: Vec<Option<Speedup>> = ordered.iter().map(|s| speedup(w, s)).collect();
+        let traj: Trajectory = full.iter().map(|s| s.map(|s| s.point)).collect();
         samples += ss.len();
         for s in ss {
             *outcomes.entry(s.outcome).or_default() += 1;
@@ -683,23 +727,26 @@ fn summarize(
         if !ss.is_empty() {
             let best_sample = ordered
                 .iter()
-                .zip(&traj)
+                .zip(&full)
                 .filter_map(|(s, v)| v.map(|v| (s, v)))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
+                .max_by(|a, b| a.1.point.total_cmp(&b.1.point));
             per_benchmark.insert(
                 w.clone(),
                 BenchBest {
                     samples: ss.len(),
                     correct: ss.iter().any(|s| s.outcome == Outcome::Correct),
-                    best_speedup: best_sample.map(|(_, v)| v),
+                    best_speedup: best_sample.map(|(_, v)| v.point),
+                    best_ci: best_sample.and_then(|(_, v)| v.interval()),
                     step: best_sample.and_then(|(s, _)| s.step.clone()),
                     key: best_sample.and_then(|(s, _)| s.key.clone()),
                 },
             );
         }
         trajs.push(traj);
+        lowers.push(full.iter().map(|s| s.and_then(|s| s.ci_low)).collect());
     }
     let bests: Vec<Option<f64>> = trajs.iter().map(|t| stats::best(t, None)).collect();
+    let best_lowers: Vec<Option<f64>> = lowers.iter().map(|t| stats::best(t, None)).collect();
     MethodSummary {
         name: m.name.clone(),
         description: m.description.clone(),
@@ -714,10 +761,12 @@ fn summarize(
             .iter()
             .map(|p| FastP {
                 p: *p,
-                value: stats::fast_p(&bests, *p),
+                value: stats::fast_p(&best_lowers, *p),
+                point: stats::fast_p(&bests, *p),
             })
             .collect(),
-        fast1_at_n: stats::fast1_at_n(&trajs),
+        fast1_at_n: stats::fast1_at_n_lower(&lowers),
+        fast1_at_n_point: stats::fast1_at_n(&trajs),
         best_so_far: stats::best_so_far_geomean(&trajs),
         per_benchmark,
     }
@@ -754,6 +803,10 @@ fn handtuned_table(
                         .get(&r.workload)
                         .and_then(|b| b.best_speedup)
                 })
+                .collect(),
+            methods_ci: methods
+                .iter()
+                .map(|m| m.per_benchmark.get(&r.workload).and_then(|b| b.best_ci))
                 .collect(),
         });
     }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::records::RecordSet;
+use super::stats::Speedup;
 use super::ReportError;
 use crate::cache::Cache;
 
@@ -55,6 +56,11 @@ pub struct MethodSample {
     /// Speedup over XLA as the source computed it; the report recomputes it from the XLA
     /// baseline record where it has one.
     pub speedup: Option<f64>,
+    /// The speedups measured paired with XLA and with the hand-tuned kernel (same process,
+    /// interleaved rounds), with their 95 % intervals: preferred over a ratio of separate
+    /// measurements wherever present.
+    pub paired_xla: Option<Speedup>,
+    pub paired_handtuned: Option<Speedup>,
     /// A label (candidate file, chain/turn) for tables.
     pub label: String,
     /// The step and run-database key of the record the timing (or the status) came from.
@@ -106,6 +112,8 @@ pub fn candidate_sample(
         outcome: Outcome::NotEvaluated,
         median_ms: None,
         speedup: None,
+        paired_xla: None,
+        paired_handtuned: None,
         label,
         step: Some(first.step_id.clone()),
         key: Some(first.key.clone()),
@@ -126,6 +134,11 @@ pub fn candidate_sample(
         match profile {
             Some(p) if p.status == "ok" => {
                 sample.median_ms = p.f64("median_ms");
+                sample.paired_xla = p.result.get("speedup_vs_xla").and_then(Speedup::from_json);
+                sample.paired_handtuned = p
+                    .result
+                    .get("speedup_vs_handtuned")
+                    .and_then(Speedup::from_json);
                 sample.step = Some(p.step_id.clone());
                 sample.key = Some(p.key.clone());
                 sample.interpret |= p.interpret();

@@ -11,6 +11,7 @@ pub mod data;
 pub mod html;
 pub mod markdown;
 pub mod methods;
+pub mod paired;
 pub mod peaks;
 pub mod plots;
 pub mod records;

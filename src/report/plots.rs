@@ -172,7 +172,8 @@ pub fn roofline(r: &Report) -> Result<Plot, ReportError> {
 
 /// Speedup over XLA per benchmark: the tuned hand-written kernel and the best candidate.
 pub fn speedup(r: &Report) -> Result<Plot, ReportError> {
-    let rows: Vec<(&str, Option<f64>, Option<f64>)> = r
+    type Ci = Option<(f64, f64)>;
+    let rows: Vec<(&str, Option<f64>, Option<f64>, Ci)> = r
         .workloads
         .iter()
         .filter(|w| w.speedups.tuned_vs_xla.is_some() || w.speedups.best_vs_xla.is_some())
@@ -181,20 +182,26 @@ pub fn speedup(r: &Report) -> Result<Plot, ReportError> {
                 w.workload.as_str(),
                 w.speedups.tuned_vs_xla,
                 w.speedups.best_vs_xla,
+                w.speedups.best_vs_xla_ci,
             )
         })
         .collect();
     let mut plot = Plot {
         id: "speedup",
         title: "Speedup per benchmark".into(),
-        caption: "Speedup over XLA (log scale; right of the 1x line is faster than XLA).".into(),
+        caption: "Speedup over XLA (log scale; right of the 1x line is faster than XLA). Error bars: the 95 % interval of a speedup measured paired with XLA.".into(),
         svg: None,
         empty: "No benchmark has both an XLA time and a hand-tuned or candidate time.".into(),
     };
     if rows.is_empty() {
         return Ok(plot);
     }
-    let (lo, hi) = bounds(rows.iter().flat_map(|r| [r.1, r.2]).flatten()).unwrap_or((1.0, 1.0));
+    let (lo, hi) = bounds(
+        rows.iter()
+            .flat_map(|r| [r.1, r.2, r.3.map(|c| c.0), r.3.map(|c| c.1)])
+            .flatten(),
+    )
+    .unwrap_or((1.0, 1.0));
     let (x0, x1) = (lo.min(1.0) / 1.5, hi.max(1.0) * 1.5);
     let n = rows.len() as i32;
     let names: Vec<String> = rows.iter().map(|r| r.0.to_string()).collect();
@@ -262,10 +269,33 @@ pub fn speedup(r: &Report) -> Result<Plot, ReportError> {
                 .label(name)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
         }
+        // Error bars: the best candidate's interval, a whisker with end caps over its point.
+        let bars: Vec<((f64, f64), i32)> = rows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((r.3?, 3 * (n - 1 - i as i32) + 1)))
+            .collect();
+        for ((lo, hi), y) in bars {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(lo, y), (hi, y)],
+                    BLACK.stroke_width(1),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series([lo, hi].into_iter().map(|x| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, -6), (0, 6)], BLACK.stroke_width(1))
+                }))
+                .map_err(err)?;
+        }
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     })?);
     Ok(plot)
 }
+
+/// The named series a budget plot draws for one method.
+type SeriesOf = fn(&super::data::MethodSummary) -> Vec<(String, &[f64])>;
 
 /// One line per method against the sample budget N.
 fn budget_plot(
@@ -274,7 +304,7 @@ fn budget_plot(
     title: &str,
     caption: &str,
     y_desc: &str,
-    values: fn(&super::data::MethodSummary) -> &[f64],
+    values: SeriesOf,
     percent: bool,
 ) -> Result<Plot, ReportError> {
     let mut plot = Plot {
@@ -284,10 +314,10 @@ fn budget_plot(
         svg: None,
         empty: "No method results.".into(),
     };
-    let lines: Vec<(&str, &[f64])> = r
+    let lines: Vec<(String, &[f64])> = r
         .methods
         .iter()
-        .map(|m| (m.name.as_str(), values(m)))
+        .flat_map(values)
         .filter(|(_, v)| !v.is_empty())
         .collect();
     if lines.is_empty() {
@@ -344,7 +374,7 @@ fn budget_plot(
             chart
                 .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
                 .map_err(err)?
-                .label(*name)
+                .label(name.as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
             chart
                 .draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
@@ -362,7 +392,7 @@ pub fn best_so_far(r: &Report) -> Result<Plot, ReportError> {
         "Best-so-far speedup",
         "Geomean over all benchmarks (floor 1x) of the best correct kernel's speedup after N samples.",
         "geomean speedup (floor 1x)",
-        |m| &m.best_so_far,
+        |m| vec![(m.name.clone(), m.best_so_far.as_slice())],
         false,
     )
 }
@@ -372,9 +402,14 @@ pub fn fast1_at_n(r: &Report) -> Result<Plot, ReportError> {
         r,
         "fast1_at_n",
         "fast1@N",
-        "Share of benchmarks whose best kernel after N samples beats XLA.",
+        "Share of benchmarks with a kernel among the first N samples that beats XLA: its 95 % interval above 1x, and (point) its point estimate above 1x.",
         "fast1@N",
-        |m| &m.fast1_at_n,
+        |m| {
+            vec![
+                (m.name.clone(), m.fast1_at_n.as_slice()),
+                (format!("{} (point)", m.name), m.fast1_at_n_point.as_slice()),
+            ]
+        },
         true,
     )
 }

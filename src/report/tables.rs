@@ -106,6 +106,21 @@ fn speedup_cell(s: Option<f64>) -> Cell {
     }
 }
 
+/// A speedup with its 95 % interval where it has one: `1.23x [1.20, 1.26]` (CSV: the point).
+pub fn speedup_ci_text(s: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!("{} [{}, {}]", speedup_text(s), sig(lo, 3), sig(hi, 3)),
+        None => speedup_text(s),
+    }
+}
+
+fn speedup_ci_cell(s: Option<f64>, ci: Option<(f64, f64)>) -> Cell {
+    match s {
+        Some(s) => Cell::num(speedup_ci_text(s, ci), s),
+        None => Cell::text(DASH),
+    }
+}
+
 fn pct_cell(f: Option<f64>) -> Cell {
     match f {
         Some(f) => Cell::num(format!("{}%", sig(f * 100.0, 3)), f),
@@ -170,8 +185,8 @@ pub fn workloads(r: &Report) -> Table {
                 ms_cell(w.best.as_ref()),
                 label_cell(w.best.as_ref()),
                 speedup_cell(w.speedups.tuned_vs_xla),
-                speedup_cell(w.speedups.best_vs_xla),
-                speedup_cell(w.speedups.best_vs_tuned),
+                speedup_ci_cell(w.speedups.best_vs_xla, w.speedups.best_vs_xla_ci),
+                speedup_ci_cell(w.speedups.best_vs_tuned, w.speedups.best_vs_tuned_ci),
                 tflops_cell(w.best.as_ref()),
                 util_cell(w.best.as_ref()),
             ]
@@ -180,7 +195,7 @@ pub fn workloads(r: &Report) -> Table {
     Table {
         id: "workloads",
         title: "Workloads".into(),
-        intro: "Median device time per iteration. Speedups are XLA time over the other time (above 1x: faster than XLA). Utilisation is achieved FLOP/s over the device's peak; FLOP/B is the operational intensity. A status in place of a time says why there is none.".into(),
+        intro: "Median device time per iteration. Speedups are XLA time over the other time (above 1x: faster than XLA); a candidate measured paired with XLA (interleaved rounds in one process) shows the median of its per-round ratios and, in brackets, the 95 % bootstrap interval. Utilisation is achieved FLOP/s over the device's peak; FLOP/B is the operational intensity. A status in place of a time says why there is none.".into(),
         columns: [
             "workload", "status", "XLA ms", "XLA TFLOP/s", "XLA util", "FLOP/B",
             "hand-tuned default ms", "hand-tuned tuned ms", "tuned config", "best candidate ms",
@@ -238,16 +253,22 @@ pub fn fast_p(r: &Report) -> Table {
         .iter()
         .map(|m| {
             let mut row = vec![Cell::text(&m.name)];
-            row.extend(m.fast_p.iter().map(|f| pct_cell(f.value)));
+            for f in &m.fast_p {
+                row.push(pct_cell(f.value));
+                row.push(pct_cell(f.point));
+            }
             row
         })
         .collect();
     let mut columns = vec!["method".to_string()];
-    columns.extend(ps.iter().map(|p| format!("fast_{p}")));
+    for p in &ps {
+        columns.push(format!("fast_{p}"));
+        columns.push(format!("fast_{p} (point)"));
+    }
     Table {
         id: "fast_p",
         title: "fast_p".into(),
-        intro: "Share of all benchmarks with a correct kernel faster than p times XLA (speedup > p), as in KernelBench.".into(),
+        intro: "Share of all benchmarks with a correct kernel faster than p times XLA. `fast_p`: the kernel's 95 % speedup interval lies above p (a kernel measured without an interval does not count); `(point)`: the point estimate is above p, as in KernelBench.".into(),
         columns,
         rows,
         empty: "No method results.".into(),
@@ -273,20 +294,22 @@ pub fn fast1_at_n(r: &Report) -> Table {
         .max()
         .unwrap_or(0);
     let points = budget_points(max);
+    let row = |name: String, v: &[f64]| {
+        let mut row = vec![Cell::text(name)];
+        row.extend(points.iter().map(|n| {
+            let i = (*n).min(v.len());
+            pct_cell(if i == 0 { None } else { Some(v[i - 1]) })
+        }));
+        row
+    };
     let rows = r
         .methods
         .iter()
-        .map(|m| {
-            let mut row = vec![Cell::text(&m.name)];
-            row.extend(points.iter().map(|n| {
-                let i = (*n).min(m.fast1_at_n.len());
-                pct_cell(if i == 0 {
-                    None
-                } else {
-                    Some(m.fast1_at_n[i - 1])
-                })
-            }));
-            row
+        .flat_map(|m| {
+            [
+                row(m.name.clone(), &m.fast1_at_n),
+                row(format!("{} (point)", m.name), &m.fast1_at_n_point),
+            ]
         })
         .collect();
     let mut columns = vec!["method".to_string()];
@@ -294,7 +317,7 @@ pub fn fast1_at_n(r: &Report) -> Table {
     Table {
         id: "fast1_at_n",
         title: "fast1@N".into(),
-        intro: "Share of benchmarks whose best kernel after N samples beats XLA.".into(),
+        intro: "Share of benchmarks with a kernel among the first N samples that beats XLA: its 95 % speedup interval lies above 1x; `(point)`: its point estimate does (the paper's definition).".into(),
         columns,
         rows,
         empty: "No method results.".into(),
@@ -314,7 +337,12 @@ pub fn handtuned(r: &Report) -> Table {
                 Cell::text(h.which.clone().unwrap_or_else(|| DASH.into())),
                 speedup_cell(h.speedup),
             ];
-            row.extend(h.methods.iter().map(|s| speedup_cell(*s)));
+            row.extend(
+                h.methods
+                    .iter()
+                    .zip(&h.methods_ci)
+                    .map(|(s, ci)| speedup_ci_cell(*s, *ci)),
+            );
             row
         })
         .collect();
@@ -369,7 +397,13 @@ pub fn candidates(r: &Report) -> Table {
                         None => Cell::text(DASH),
                     }
                     .from(c.step.as_deref(), c.key.as_deref()),
-                    speedup_cell(c.speedup),
+                    speedup_ci_cell(c.speedup, c.speedup_ci),
+                    opt_num(c.speedup_ci.map(|ci| ci.0), 4),
+                    opt_num(c.speedup_ci.map(|ci| ci.1), 4),
+                    speedup_ci_cell(
+                        c.vs_handtuned.map(|s| s.point),
+                        c.vs_handtuned.and_then(|s| s.interval()),
+                    ),
                 ]
             })
         })
@@ -377,7 +411,7 @@ pub fn candidates(r: &Report) -> Table {
     Table {
         id: "candidates",
         title: "Candidates".into(),
-        intro: "Every candidate kernel with its status (the first step that did not pass).".into(),
+        intro: "Every candidate kernel with its status (the first step that did not pass). Speedups measured paired (interleaved with XLA and the hand-tuned kernel in one process) carry their 95 % bootstrap interval.".into(),
         columns: [
             "workload",
             "method",
@@ -386,6 +420,9 @@ pub fn candidates(r: &Report) -> Table {
             "status",
             "ms",
             "vs XLA",
+            "vs XLA CI low",
+            "vs XLA CI high",
+            "vs hand-tuned",
         ]
         .map(String::from)
         .to_vec(),

@@ -1,68 +1,135 @@
-"""``profile``: warmup + timed iterations under ``jax.profiler.trace``; per-iteration device time from the trace.
+"""``profile``: time an implementation, alone or paired with the XLA reference and the hand-tuned kernel.
 
-Method (JAXBench): ahead-of-time compiled program, ``warmup`` untimed iterations (default 5), one
-throwaway trace session (the first session in a process costs +15-30 %), then ``iters`` timed
-iterations (default 50) inside one trace session, each followed by ``jax.block_until_ready`` on the
-whole output pytree, rotating over ``input_sets`` distinct input sets (default 3: the workload's
-own inputs and resampled ones), host wall-clock per iteration beside the trace. The trace is
-parsed by jb.trace (device-plane module events on TPU/GPU, thunk events grouped by run_id on CPU,
-events of this program's HLO module only); if it yields no usable events (or not one per
-iteration), the wall-clock samples are used and ``timing_source`` says so.
+Method. Every program is built ahead of time first (the XLA reference, the ``pair`` programs, then
+the implementation - imported last, after the harness snapshot, as in verify), each gets ``warmup``
+untimed iterations (default 10 on CPU, 5 elsewhere) and one run in a throwaway trace session (the
+first session in a process costs +15-30 %). Then one trace session holds every timed iteration:
+
+* alone (no ``pair``): ``iters`` iterations (default 50), as one round;
+* paired (``pair``: a list of impl specs, e.g. ``[{"kind": "xla"}, {"kind": "baseline", ...}]``):
+  alternating rounds of ``round_iters`` iterations per program, the order rotated each round
+  (default: as many iterations as make a round last about ``round_s`` = 0.05 s, from the warmup
+  times, between 1 and 20: slow interpret-mode kernels get one iteration a round and so more
+  rounds within the budget, microsecond programs enough iterations to average out timer noise) (A B C, C A B, B C A, ...), every program on the same input sets in the same order. After
+  ``min_rounds`` rounds (default 6) the rounds stop when every speedup's bootstrap 95 % interval
+  (jb.stats; from the live host wall-clock rounds) has a half-width of at most ``target`` (default
+  2 %) of the speedup (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s``
+  seconds (default 20) of timed rounds, or ``iters`` timed iterations of each program (default 50,
+  what a separate profile step times: so a paired measurement never costs more than the separate
+  steps it replaces; ``paired.budget_spent`` says which), or at ``max_rounds`` (default 200).
+
+The trace is parsed by jb.trace per program (each program is compiled under its own module name,
+``jit_jb_<role>``): device-plane module events on TPU/GPU, thunk events grouped by run_id on
+CPU. Per-round times are the median of a round's iterations; a speedup is the median over rounds
+of ``t_other / t_impl`` with a bootstrap 95 % interval, reported as ``speedup_vs_xla`` /
+``speedup_vs_handtuned`` = {point, ci_low, ci_high, rounds, stop}, with every program's absolute
+median and spread under ``paired.programs``. If the trace does not give exactly one event group
+per iteration for every program, the host wall-clock samples are used for all of them
+(``timing_source: wall_clock``), so that both sides of a ratio always come from the same clock.
+
+Input sets: ``input_sets`` (default 3) sets drawn from seeds the judge takes from OS randomness
+(``secrets``) unless ``seed`` is given (then ``seed + i``); the seeds are recorded (``seeds``).
+The timed output is checked: every timed iteration's output of every program other than the XLA
+reference is compared on the device, by a comparison program compiled before the implementation
+is imported, with the reference's output for the same input set under the workload's tolerance.
+A program that is wrong while timed is ``rejected`` (``timed_output``), as is a candidate with
+host callbacks (its timed work could happen on the host, out of the trace's sight).
 
 FLOPs come from the workload's ``get_flops()`` or else the XLA reference's ``cost_analysis`` (never
 from a Pallas kernel, whose interpret-mode count is wrong); ``bytes`` is the minimum traffic (input +
-output bytes). Both are computed before the implementation is imported.
-With ``args.peak`` = {flops_per_s, bytes_per_s} (from the ``peak`` op) the result also carries
-``utilization``, ``roofline_ms`` and ``suspicious`` (more than 2x faster than the roofline allows).
+output bytes). With ``args.peak`` = {flops_per_s, bytes_per_s[, source]} (jb passes the published
+peak of the device, else the one `jb doctor` measured) the result carries ``utilization``,
+``roofline_ms`` and ``suspicious``: on an accelerator a median below the roofline bound (half of it
+with a measured peak) is ``rejected``; on CPU it is only flagged.
 Run-to-run diagnostics (trace/wall ratio, event counts, parse time, notes such as the wall-clock
 fallback reason) go under ``timing``, which jb keeps out of output digests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import math
 import pathlib
+import secrets
 import shutil
 import tempfile
 import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jb import guard, trust
+from jb import inputs as jbinputs
+from jb import stats as jbstats
 from jb import trace as jbtrace
-from jb.inputs import resample
+from jb.impl import resolve
 from jb.ops import common
 
 _perf_counter = time.perf_counter
-# Flag a median below this fraction of the roofline time: measured peaks are noisy (a loaded
-# machine measures a low peak), so only clearly impossible figures are flagged.
+_tree_leaves = jax.tree_util.tree_leaves
+_tree_structure = jax.tree_util.tree_structure
+# Flag a median below this fraction of the roofline time when the peak is measured (a loaded
+# machine measures a low peak); a published peak is a hard bound.
 SUSPICIOUS_FRACTION = 0.5
 _profiler_trace = jax.profiler.trace
 
+ROUND_S = 0.05
+MAX_ROUND_ITERS = 20
+MIN_ROUNDS = 6
+MAX_ROUNDS = 200
+BUDGET_S = 20.0
+TARGET = 0.02
+LIVE_BOOT = 500
 
-def _reference_costs(wl, req, inputs) -> dict:
-    """FLOPs of the workload's own jitted function (never of a kernel) and its minimum traffic."""
+
+@dataclasses.dataclass
+class Program:
+    """One timed program: its role (``impl`` for the profiled implementation, ``xla``,
+    ``handtuned``), its build and whether its output is checked against the reference."""
+
+    role: str
+    built: common.Built
+    spec: dict
+    checked: bool
+    wall: list = dataclasses.field(default_factory=list)  # per iteration, ms
+    rounds: list = dataclasses.field(default_factory=list)  # per round: indices into wall
+    samples: list = dataclasses.field(default_factory=list)  # chosen clock, per iteration
+
+
+def _named(fn, name: str):
+    """``fn`` under another name, so that its XLA module (``jit_<name>``) is told apart in traces."""
+
+    def program(*args):
+        return fn(*args)
+
+    program.__name__ = program.__qualname__ = name
+    return program
+
+
+def _build_trusted(fn, name, wl, inputs, req) -> common.Built:
+    try:
+        return common._build_once(_named(fn, name), inputs, wl.static_argnums, None)  # noqa: SLF001
+    except common.CandidateFailure as failure:
+        raise common.WorkloadError(f"the reference {wl.name}:workload failed ({failure.error_class}): {failure.message}") from failure
+
+
+def _reference_costs(wl, ref_built, inputs) -> dict:
+    """FLOPs of the workload's own program (never of a kernel) and its minimum traffic."""
     out = {"flops": None, "flops_source": None, "bytes": None, "bytes_source": None}
     flops = wl.flops()
     if flops is not None:
         out["flops"], out["flops_source"] = float(flops), "get_flops"
     else:
-        compiled = jax.jit(wl.fn, static_argnums=wl.static_argnums).trace(*inputs).lower().compile()
-        cost = common.safe_cost(compiled)
+        cost = common.safe_cost(ref_built.compiled)
         if cost["flops"] is not None:
             out["flops"], out["flops_source"] = cost["flops"], "xla_cost_analysis"
-    shapes = jax.eval_shape(lambda *dyn: wl.fn(*_merge(inputs, dyn, wl.static_argnums)),
-                            *[a for i, a in enumerate(inputs) if i not in wl.static_argnums])
-    leaves = [x for x in jax.tree_util.tree_leaves(inputs) if hasattr(x, "nbytes")]
-    leaves += jax.tree_util.tree_leaves(shapes)
-    out["bytes"] = float(sum(int(x.size) * x.dtype.itemsize for x in leaves))
+    leaves = [x for x in _tree_leaves(inputs) if hasattr(x, "nbytes")]
+    leaves += list(ref_built.jaxpr.out_avals)
+    out["bytes"] = float(sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in leaves))
     out["bytes_source"] = "inputs+outputs"
     return out
-
-
-def _merge(inputs, dyn, static_argnums):
-    dyn = iter(dyn)
-    return [a if i in static_argnums else next(dyn) for i, a in enumerate(inputs)]
 
 
 def _copy_trace(src_root: pathlib.Path, out_dir: pathlib.Path | None) -> tuple[str | None, list[str]]:
@@ -80,6 +147,89 @@ def _copy_trace(src_root: pathlib.Path, out_dir: pathlib.Path | None) -> tuple[s
     return (copied[0] if copied else None), copied
 
 
+def _seeds(args: dict, n: int) -> list[int]:
+    if args.get("seed") is not None:
+        return [int(args["seed"]) + i for i in range(n)]
+    return [secrets.randbits(63) for _ in range(n)]
+
+
+def _input_set(wl, base, seed: int):
+    make_trial = getattr(jbinputs, "make_trial", None)
+    if make_trial is not None:
+        return make_trial(wl, base, seed, "normal")
+    return jbinputs.resample(base, seed, "normal")
+
+
+def _make_checker(ref_out, tol: dict):
+    """A compiled program ``(reference leaves, output leaves) -> (bad elements, max abs error)``.
+
+    Built from the harness's own jnp before the implementation is imported; the comparison rule
+    is jb.compare's (symmetric, non-finite where the reference is finite counts as wrong).
+    """
+    atol, rtol = float(tol["atol"]), float(tol["rtol"])
+
+    def jb_check(refs, outs):
+        bad = jnp.zeros((), jnp.int32)
+        worst = jnp.zeros((), jnp.float32)
+        for r, c in zip(refs, outs):
+            r32, c32 = r.astype(jnp.float32), c.astype(jnp.float32)
+            finite = jnp.isfinite(r32)
+            diff = jnp.where(finite, jnp.abs(r32 - c32), 0.0)
+            scale = jnp.maximum(jnp.abs(r32), jnp.abs(c32))
+            wrong = (finite & ~jnp.isfinite(c32)) | (diff > atol + rtol * scale)
+            bad = bad + jnp.sum(wrong, dtype=jnp.int32)
+            worst = jnp.maximum(worst, jnp.max(jnp.where(jnp.isfinite(diff), diff, 0.0), initial=0.0))
+        return bad, worst
+
+    leaves = list(_tree_leaves(ref_out))
+    return jax.jit(jb_check).lower(leaves, leaves).compile()
+
+
+class TimedOutputError(Exception):
+    def __init__(self, role: str, message: str):
+        super().__init__(f"{role}: {message}")
+        self.role = role
+
+
+def _check_output(checker, ref_leaves, ref_def, out, role: str, set_index: int) -> tuple | None:
+    """Dispatch the comparison of one timed output; None when it cannot even be compared."""
+    if _tree_structure(out) != ref_def:
+        raise TimedOutputError(role, f"timed output structure {_tree_structure(out)} differs from the reference {ref_def}")
+    leaves = list(_tree_leaves(out))
+    for i, (r, c) in enumerate(zip(ref_leaves, leaves)):
+        if getattr(c, "shape", None) != r.shape or getattr(c, "dtype", None) != r.dtype:
+            raise TimedOutputError(
+                role, f"timed output {i} is {getattr(c, 'dtype', type(c).__name__)}{tuple(getattr(c, 'shape', ()))}, "
+                f"the reference's {r.dtype}{tuple(r.shape)} (input set {set_index})"
+            )
+    result = checker(ref_leaves, leaves)
+    common.block(result)
+    return result
+
+
+def _rotation(n: int, r: int) -> list[int]:
+    """Round ``r``'s order of ``n`` programs: 0 1 2, 2 0 1, 1 2 0, ..."""
+    return [(j - r) % n for j in range(n)]
+
+
+def _round_times(samples: list[float], rounds: list[list[int]]) -> list[float | None]:
+    out = []
+    for idx in rounds:
+        vals = [samples[i] for i in idx if i < len(samples)]
+        out.append(float(np.median(vals)) if vals else None)
+    return out
+
+
+def _live_converged(programs: list[Program], target: float) -> bool:
+    impl = programs[0]
+    impl_rounds = _round_times(impl.wall, impl.rounds)
+    intervals = []
+    for p in programs[1:]:
+        ratios = jbstats.round_ratios(_round_times(p.wall, p.rounds), impl_rounds)
+        intervals.append(jbstats.bootstrap_median(ratios, n_boot=LIVE_BOOT))
+    return jbstats.converged(intervals, target)
+
+
 def run(args: dict) -> dict:
     req = common.Request.from_args(args)
     wl = req.workload()
@@ -87,21 +237,72 @@ def run(args: dict) -> dict:
     warmup = int(args.get("warmup", 10 if req.backend == "cpu" else 5))
     iters = int(args.get("iters", 50))
     n_sets = max(1, int(args.get("input_sets", 3)))
-    if iters < 1 or warmup < 0:
-        raise ValueError("iters must be >= 1 and warmup >= 0")
+    pair_specs = list(args.get("pair") or [])
+    paired = bool(pair_specs)
+    fixed_round_iters = args.get("round_iters")
+    round_iters = int(fixed_round_iters) if fixed_round_iters is not None else 1
+    if not paired:
+        round_iters = iters
+    min_rounds = int(args.get("min_rounds", MIN_ROUNDS))
+    max_rounds = int(args.get("max_rounds", MAX_ROUNDS)) if paired else 1
+    budget_s = float(args.get("budget_s", BUDGET_S))
+    target = float(args.get("target", TARGET))
+    if iters < 1 or warmup < 0 or round_iters < 1 or max_rounds < 1 or min_rounds < 1:
+        raise ValueError("iters, round_iters, min_rounds and max_rounds must be >= 1 and warmup >= 0")
+    seeds = _seeds(args, n_sets)
     base = wl.create_inputs()
-    sets = [base] + [resample(base, 1000 + i, "normal") for i in range(1, n_sets)]
+    sets = [_input_set(wl, base, s) for s in seeds]
+    del base
     result = {
         "status": None, "reasons": [], "samples_ms": [], "wall_samples_ms": [],
         "timing": {"notes": []},  # run-to-run diagnostics (jb keeps "timing" out of output digests)
         "median_ms": None, "mean_ms": None, "std_ms": None, "min_ms": None, "p90_ms": None,
-        "wall_median_ms": None, "timing_source": None, "iters": iters, "warmup": warmup,
-        "input_sets": n_sets, "interpret": False, "interpret_mode": None, "trace": None,
+        "wall_median_ms": None, "timing_source": None, "iters": None, "warmup": warmup,
+        "input_sets": n_sets, "seeds": seeds, "interpret": False, "interpret_mode": None, "trace": None,
         "scale": req.scale, "backend": req.backend, "error_class": None, "error": None,
     }
-    result.update(_reference_costs(wl, req, base))
 
+    # 1. Trusted programs first: the reference (also the XLA pair program), its outputs on every
+    #    input set, the output checker, and the pair's library baselines.
+    ref_built = _build_trusted(wl.fn, "jb_xla", wl, sets[0], req)
+    result.update(_reference_costs(wl, ref_built, sets[0]))
+    ref_outs = [common.run_reference(ref_built, s) for s in sets]
+    ref_def = _tree_structure(ref_outs[0])
+    ref_leaves = [list(_tree_leaves(o)) for o in ref_outs]
+    checker = _make_checker(ref_outs[0], wl.tolerance)
+
+    def role_of(spec: dict) -> str:
+        return {"xla": "xla", "baseline": "handtuned"}.get(spec.get("kind", "xla"), str(spec.get("kind")))
+
+    others: list[Program] = []
+    skipped: list[dict] = []
+    for spec in pair_specs:
+        role = role_of(spec)
+        if spec.get("kind", "xla") == "xla":
+            others.append(Program(role, ref_built, {"kind": "xla"}, checked=False))
+            continue
+        pimpl = resolve(spec, wl, req.backend, req.interpret)
+        if not pimpl.ok:
+            skipped.append({"role": role, "status": pimpl.status, "error": pimpl.error})
+            continue
+        try:
+            pbuilt = common.build(_named(pimpl.fn, f"jb_{role}"), wl, sets[0], req)
+            bad, worst = _check_output(checker, ref_leaves[0], ref_def, common.run(pbuilt, sets[0]), role, 0)
+        except common.CandidateFailure as failure:
+            skipped.append({"role": role, "status": failure.status, "error": failure.message})
+            continue
+        except TimedOutputError as exc:
+            skipped.append({"role": role, "status": "incorrect", "error": str(exc)})
+            continue
+        if int(bad):
+            skipped.append({"role": role, "status": "incorrect",
+                            "error": f"{int(bad)} elements outside the tolerance (max abs err {float(worst):.4g})"})
+            continue
+        others.append(Program(role, pbuilt, {"kind": pimpl.kind, "name": pimpl.name, "config": pimpl.config}, checked=True))
+
+    # 2. The implementation, after the harness snapshot.
     snapshot = guard.baseline()
+    spec = args.get("impl") or {"kind": "xla"}
     impl = req.impl(wl)
     result["impl"] = {"kind": impl.kind, "name": impl.name, "config": impl.config}
     trust.annotate(impl, result)
@@ -119,36 +320,104 @@ def run(args: dict) -> dict:
 
     if not impl.ok:
         return finish(impl.status, error_class=impl.error_class, error=impl.error)
-    try:
-        built = common.build(impl.fn, wl, sets[0], req)
-    except common.CandidateFailure as failure:
-        return finish(failure.status, **failure.fields())
-    report = trust.adjust_report(impl, common.jaxpr_report(built.jaxpr))
+    if impl.kind == "xla":
+        # Paired with itself, XLA needs a second build under its own module name.
+        built = _build_trusted(wl.fn, "jb_impl", wl, sets[0], req) if any(p.built is ref_built for p in others) else ref_built
+        main = Program("impl", built, {"kind": "xla"}, checked=False)
+    else:
+        try:
+            built = common.build(_named(impl.fn, "jb_impl"), wl, sets[0], req)
+        except common.CandidateFailure as failure:
+            return finish(failure.status, **failure.fields())
+        main = Program("impl", built, dict(spec), checked=True)
+    report = trust.adjust_report(impl, common.jaxpr_report(main.built.jaxpr))
     result["has_pallas_call"] = report["has_pallas_call"]
     result["interpret"] = bool(req.interpret and report["has_pallas_call"])
-    result["interpret_mode"] = trust.interpret_mode(impl, built.interpret_mode) if report["has_pallas_call"] else None
-    result["compile_ms"] = built.compile_ms
-    result["module"] = built.module_name
+    result["interpret_mode"] = trust.interpret_mode(impl, main.built.interpret_mode) if report["has_pallas_call"] else None
+    result["compile_ms"] = main.built.compile_ms
+    result["module"] = main.built.module_name
+    # Host callbacks: the timed work could run on the host, out of the trace's sight. Measured
+    # anyway (the output check runs too), then rejected.
+    host_callbacks = impl.kind not in ("xla", "baseline") and bool(report["host_callbacks"])
+    if host_callbacks:
+        result["reasons"].append(f"host callbacks in the timed program: {', '.join(report['host_callbacks'])}")
 
+    programs = [main] + others
+    n = len(programs)
     out_dir = req.out_dir()
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="jb_profile_"))
+    orders: list[str] = []
+    stop = "iters"
+    budget_spent = None
+    checks: list[tuple] = []  # (program index, set index, device result)
+    elapsed = 0.0
     try:
         try:
-            for i in range(warmup):
-                common.run(built, sets[i % n_sets])
+            per_iter_s = []
+            for p in programs:
+                for i in range(warmup):
+                    common.run(p.built, sets[i % n_sets])
             with _profiler_trace(str(scratch / "throwaway")):
-                common.run(built, sets[0])
+                for p in programs:
+                    t0 = _perf_counter()
+                    common.run(p.built, sets[0])
+                    per_iter_s.append(_perf_counter() - t0)
+            if paired and fixed_round_iters is None:
+                round_s = float(args.get("round_s", ROUND_S))
+                round_iters = max(1, min(MAX_ROUND_ITERS, int(round_s / max(sum(per_iter_s), 1e-9))))
             gc.collect()
-            wall = []
             trace_dir = scratch / "timed"
             with _profiler_trace(str(trace_dir)):
-                for i in range(iters):
-                    inputs = sets[i % n_sets]
-                    t0 = _perf_counter()
-                    out = built(*inputs)
-                    common.block(out)
-                    wall.append((_perf_counter() - t0) * 1e3)
-                    del out
+                t_start = _perf_counter()
+                r = 0
+                while True:
+                    order = _rotation(n, r) if paired else list(range(n))
+                    orders.append("".join(str(j) for j in order))
+                    for j in order:
+                        p = programs[j]
+                        idx = []
+                        for it in range(round_iters):
+                            s = (r * round_iters + it) % n_sets
+                            inputs = sets[s]
+                            t0 = _perf_counter()
+                            out = p.built(*inputs)
+                            common.block(out)
+                            p.wall.append((_perf_counter() - t0) * 1e3)
+                            idx.append(len(p.wall) - 1)
+                            if p.checked:
+                                checks.append((j, s, _check_output(checker, ref_leaves[s], ref_def, out, p.role, s)))
+                            del out
+                        p.rounds.append(idx)
+                    r += 1
+                    bad = [(j, s, int(res[0]), float(res[1])) for j, s, res in checks if int(res[0]) > 0]
+                    checks.clear()
+                    if bad:
+                        j, s, count, worst = bad[0]
+                        raise TimedOutputError(
+                            programs[j].role, f"timed output wrong on input set {s} (round {r}): "
+                            f"{count} elements outside atol={wl.tolerance['atol']}, rtol={wl.tolerance['rtol']} "
+                            f"(max abs err {worst:.4g})"
+                        )
+                    elapsed = _perf_counter() - t_start
+                    if not paired:
+                        break
+                    if r >= min_rounds and _live_converged(programs, target):
+                        stop = "converged"
+                        break
+                    if elapsed >= budget_s:
+                        stop, budget_spent = "budget", "time"
+                        break
+                    if len(main.wall) + round_iters > iters:
+                        stop, budget_spent = "budget", "iterations"
+                        break
+                    if r >= max_rounds:
+                        stop = "max_rounds"
+                        break
+        except TimedOutputError as exc:
+            result["reasons"].append(f"timed output check failed: {exc}")
+            if exc.role == "impl":
+                return finish("rejected", error_class="timed_output")
+            raise common.WorkloadError(f"a pair program failed the timed output check: {exc}") from exc
         except common.CandidateFailure as failure:
             return finish(failure.status, **failure.fields())
         except KeyboardInterrupt:
@@ -157,28 +426,63 @@ def run(args: dict) -> dict:
             return finish("runtime_error", **common.classify(exc, "run").fields())
 
         t0 = _perf_counter()
+        timings: list[jbtrace.Timing] = []
         try:
             events = jbtrace.load(trace_dir)
-            timing = jbtrace.per_iteration(events, module=built.module_name)
+            for p in programs:
+                timings.append(jbtrace.per_iteration(events, module=p.built.module_name))
         except Exception as exc:  # noqa: BLE001 - unreadable trace: fall back to wall-clock
-            timing = jbtrace.Timing([], "none", built.module_name, 0, note=f"trace unreadable: {exc}")
+            timings = [jbtrace.Timing([], "none", p.built.module_name, 0, note=f"trace unreadable: {exc}") for p in programs]
         result["timing"]["trace_parse_ms"] = (_perf_counter() - t0) * 1e3
-        result["timing"]["trace_events"] = timing.events
+        result["timing"]["trace_events"] = sum(t.events for t in timings)
         result["trace"], result["trace_files"] = _copy_trace(trace_dir, out_dir)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    result["wall_samples_ms"] = wall
-    result["wall_median_ms"] = common.stats(wall)["median_ms"]
-    if timing.samples_ms and len(timing.samples_ms) == iters:
-        samples, source = timing.samples_ms, f"trace:{timing.source}"
+    # 3. One clock for every program: the trace if it has one run per iteration of each.
+    usable = all(len(t.samples_ms) == len(p.wall) for t, p in zip(timings, programs))
+    if usable:
+        source = f"trace:{timings[0].source}"
+        for t, p in zip(timings, programs):
+            p.samples = list(t.samples_ms)
     else:
-        samples, source = wall, "wall_clock"
-        why = timing.note or f"trace had {len(timing.samples_ms)} runs of {built.module_name} for {iters} iterations"
-        result["timing"]["notes"].append(f"timing from host wall-clock: {why}")
-    result["samples_ms"] = samples
+        source = "wall_clock"
+        for t, p in zip(timings, programs):
+            p.samples = list(p.wall)
+            if len(t.samples_ms) != len(p.wall):
+                why = t.note or f"trace had {len(t.samples_ms)} runs of {p.built.module_name} for {len(p.wall)} iterations"
+                result["timing"]["notes"].append(f"timing from host wall-clock: {why}")
+
+    result["iters"] = len(main.wall)
+    result["wall_samples_ms"] = main.wall
+    result["wall_median_ms"] = common.stats(main.wall)["median_ms"]
+    result["samples_ms"] = main.samples
     result["timing_source"] = source
-    result.update(common.stats(samples))
+    result.update(common.stats(main.samples))
+
+    if paired:
+        impl_rounds = _round_times(main.samples, main.rounds)
+        speedups: dict[str, dict] = {}
+        ratios: dict[str, list[float]] = {}
+        for p in others:
+            rr = jbstats.round_ratios(_round_times(p.samples, p.rounds), impl_rounds)
+            iv = jbstats.bootstrap_median(rr)
+            ratios[p.role] = rr
+            speedups[p.role] = {"point": iv.point, "ci_low": iv.ci_low, "ci_high": iv.ci_high,
+                                "rounds": iv.n, "stop": stop}
+        result["paired"] = {
+            "programs": [{"role": p.role, "impl": p.spec, "module": p.built.module_name,
+                          **jbstats.summary(p.samples), "wall_median_ms": common.stats(p.wall)["median_ms"],
+                          "round_ms": _round_times(p.samples, p.rounds)}
+                         for p in programs],
+            "rounds": len(main.rounds), "round_iters": round_iters, "orders": orders, "stop": stop,
+            "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
+            "max_rounds": max_rounds, "timing_source": source, "ratios": ratios, "skipped": skipped,
+        }
+        if "xla" in speedups:
+            result["speedup_vs_xla"] = speedups["xla"]
+        if "handtuned" in speedups:
+            result["speedup_vs_handtuned"] = speedups["handtuned"]
 
     median = result["median_ms"]
     if source != "wall_clock" and median and result["wall_median_ms"]:
@@ -188,22 +492,39 @@ def run(args: dict) -> dict:
             result["timing"]["notes"].append(f"device time exceeds host wall-clock ({ratio:.2f}x): trace events overlap iterations?")
         elif ratio < 0.5 and result["wall_median_ms"] - median > 1.0:
             result["timing"]["notes"].append(f"device time is {ratio:.2f}x the host wall-clock: work outside the traced program?")
-    flops = result.get("flops")
-    result["tflops"] = (flops / (median * 1e-3) / 1e12) if flops and median else None
-    peak = args.get("peak") or {}
+    status = _roofline(result, args.get("peak") or {}, req.backend, impl.kind)
+    if host_callbacks:
+        return finish("rejected", error_class="host_callback")
+    return finish(status)
+
+
+def _roofline(result: dict, peak: dict, backend: str, kind: str) -> str:
+    """Utilization and the roofline guard; the status (``rejected`` below the bound on accelerators)."""
+    median, flops = result["median_ms"], result.get("flops")
     peak_flops, peak_bw = peak.get("flops_per_s"), peak.get("bytes_per_s")
+    result["tflops"] = (flops / (median * 1e-3) / 1e12) if flops and median else None
     result["utilization"] = (flops / (median * 1e-3) / peak_flops) if flops and median and peak_flops else None
+    result["roofline_ms"] = None
+    result["suspicious"] = None
     bounds = []
     if flops and peak_flops:
         bounds.append(flops / peak_flops)
     if result.get("bytes") and peak_bw:
         bounds.append(result["bytes"] / peak_bw)
-    if bounds and median:
-        result["roofline_ms"] = max(bounds) * 1e3
-        result["timing"]["roofline_fraction"] = median / result["roofline_ms"]
-        result["suspicious"] = median < SUSPICIOUS_FRACTION * result["roofline_ms"]
-        if result["suspicious"]:
-            result["reasons"].append(
-                f"median {median:.4g} ms is faster than the roofline bound {result['roofline_ms']:.4g} ms at the measured peak"
-            )
-    return finish("ok")
+    if not (bounds and median):
+        return "ok"
+    result["roofline_ms"] = max(bounds) * 1e3
+    result["peak_source"] = peak.get("source", "measured")
+    fraction = 1.0 if result["peak_source"] == "published" else SUSPICIOUS_FRACTION
+    result["timing"]["roofline_fraction"] = median / result["roofline_ms"]
+    result["suspicious"] = median < fraction * result["roofline_ms"]
+    if not result["suspicious"]:
+        return "ok"
+    text = (f"median {median:.4g} ms is faster than the roofline bound {result['roofline_ms']:.4g} ms "
+            f"at the {result['peak_source']} peak")
+    if backend != "cpu" and kind != "xla" and not math.isnan(median):
+        result["reasons"].append(text)
+        result["error_class"] = "roofline"
+        return "rejected"
+    result["reasons"].append(text + " (flagged, not rejected, on CPU)")
+    return "ok"

@@ -1,0 +1,122 @@
+//! Paired speedups of a profile result (`speedup_vs_xla`, `speedup_vs_handtuned`: median of
+//! per-round ratios with a bootstrap interval, from python/jb/ops/profile.py) and their pooling
+//! over re-measurements: each fresh measurement's per-round ratios are kept in the run
+//! database's `samples` table under `<profile key>#ratio:<role>` (one run id per measurement),
+//! and the pooled speedup is the median of every round so far with the order-statistic
+//! interval of [`stats::median_interval`].
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::stats::{self, Speedup};
+use crate::cache::db::Db;
+
+/// The roles a candidate is paired with, and the result field of each one's speedup.
+pub const ROLES: [(&str, &str); 2] = [
+    ("xla", "speedup_vs_xla"),
+    ("handtuned", "speedup_vs_handtuned"),
+];
+
+/// The `samples` key under which a role's per-round ratios accumulate.
+pub fn ratio_key(profile_key: &str, role: &str) -> String {
+    format!("{profile_key}#ratio:{role}")
+}
+
+/// One measurement's per-round ratios for a role (`paired.ratios.<role>`).
+pub fn ratios(result: &Value, role: &str) -> Vec<f64> {
+    result
+        .get("paired")
+        .and_then(|p| p.get("ratios"))
+        .and_then(|r| r.get(role))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+/// Keep a fresh measurement's rounds (call once per measurement, with its run id).
+pub fn record_rounds(
+    db: &Db,
+    profile_key: &str,
+    run_id: i64,
+    result: &Value,
+) -> crate::error::Result<()> {
+    for (role, _) in ROLES {
+        let r = ratios(result, role);
+        if !r.is_empty() {
+            db.add_samples(&ratio_key(profile_key, role), run_id, &r, &[])?;
+        }
+    }
+    Ok(())
+}
+
+/// A speedup pooled over every measurement of one key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pooled {
+    pub point: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub rounds: usize,
+    pub measurements: usize,
+}
+
+pub fn pooled(db: &Db, profile_key: &str, role: &str) -> crate::error::Result<Option<Pooled>> {
+    let all = db.samples(&ratio_key(profile_key, role))?;
+    let runs: std::collections::BTreeSet<i64> = all.iter().map(|(r, _)| *r).collect();
+    let values: Vec<f64> = all.iter().map(|(_, v)| *v).collect();
+    Ok(
+        stats::median_interval(&values).map(|(point, lo, hi)| Pooled {
+            point,
+            ci_low: lo,
+            ci_high: hi,
+            rounds: values.len(),
+            measurements: runs.len(),
+        }),
+    )
+}
+
+/// The speedup for `jb eval --json`: pooled over measurements where there are several, else
+/// this measurement's; `None` where the result was not measured paired with `role`.
+pub fn best_estimate(result: &Value, role: &str, pooled: Option<&Pooled>) -> Option<Speedup> {
+    let field = ROLES.iter().find(|(r, _)| *r == role)?.1;
+    let single = result.get(field).and_then(Speedup::from_json)?;
+    Some(match pooled {
+        Some(p) if p.measurements > 1 => Speedup {
+            point: p.point,
+            ci_low: Some(p.ci_low),
+            ci_high: Some(p.ci_high),
+        },
+        _ => single,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rounds_pool_across_measurements() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("jb.sqlite")).unwrap();
+        let r1 = json!({"speedup_vs_xla": {"point": 2.0, "ci_low": 1.9, "ci_high": 2.1},
+                        "paired": {"ratios": {"xla": [1.9, 2.0, 2.1]}}});
+        let r2 = json!({"speedup_vs_xla": {"point": 2.2, "ci_low": 2.1, "ci_high": 2.3},
+                        "paired": {"ratios": {"xla": [2.1, 2.2, 2.3]}}});
+        record_rounds(&db, "k", 1, &r1).unwrap();
+        let one = pooled(&db, "k", "xla").unwrap().unwrap();
+        assert_eq!(one.measurements, 1);
+        // One measurement: its own bootstrap interval stands.
+        assert_eq!(
+            best_estimate(&r1, "xla", Some(&one)).unwrap().ci_low,
+            Some(1.9)
+        );
+        record_rounds(&db, "k", 2, &r2).unwrap();
+        let two = pooled(&db, "k", "xla").unwrap().unwrap();
+        assert_eq!((two.rounds, two.measurements), (6, 2));
+        assert!((two.point - 2.1).abs() < 1e-12);
+        let best = best_estimate(&r2, "xla", Some(&two)).unwrap();
+        assert_eq!(best.interval(), Some((1.9, 2.3)));
+        assert!(pooled(&db, "k", "handtuned").unwrap().is_none());
+        assert!(best_estimate(&json!({}), "xla", None).is_none());
+    }
+}
