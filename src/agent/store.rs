@@ -100,8 +100,10 @@ impl Store {
         std::fs::create_dir_all(cache_dir).map_err(|e| JbError::io(cache_dir, e))?;
         let conn = Connection::open(cache_dir.join("jb.sqlite"))?;
         conn.busy_timeout(Duration::from_secs(60))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.execute_batch(SCHEMA)?;
+        crate::cache::db::retry_busy(|| {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        })?;
+        crate::cache::db::retry_busy(|| conn.execute_batch(SCHEMA))?;
         Ok(Store {
             conn: Mutex::new(conn),
         })

@@ -142,6 +142,24 @@ fn json_err(e: serde_json::Error) -> JbError {
     JbError::Cache(format!("bad JSON in the run database: {e}"))
 }
 
+/// Run `f` again while SQLite answers "busy"/"locked" without waiting (up to a minute).
+pub(crate) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl Db {
     pub fn open(path: &Path) -> Result<Db> {
         if let Some(parent) = path.parent() {
@@ -149,7 +167,11 @@ impl Db {
         }
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(60))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Switching a new database to WAL takes an exclusive lock for which SQLite does not call
+        // the busy handler: two jb processes opening a fresh cache at once retry here.
+        retry_busy(|| {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        })?;
         // WAL with synchronous=NORMAL: a commit is not fsynced (a process killed at any point
         // loses nothing committed; a power cut may lose the last commits, whose steps then run
         // again). Closing does not checkpoint: SQLite checkpoints every ~1000 pages instead, so
@@ -159,7 +181,7 @@ impl Db {
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
         )?;
-        conn.execute_batch(SCHEMA)?;
+        retry_busy(|| conn.execute_batch(SCHEMA))?;
         Ok(Db {
             conn: Mutex::new(conn),
         })

@@ -319,7 +319,6 @@ fn overall_status(
     }
 }
 
-/// The result JSON of one candidate (the `jb eval --json` contract) from a finished build.
 /// The candidate's paired speedups: (speedup, [lo, hi], this measurement, pooled) per role,
 /// pooled over `--remeasure` runs where the database has several.
 fn paired_json(
@@ -350,6 +349,7 @@ fn paired_json(
     })
 }
 
+/// The result JSON of one candidate (the `jb eval --json` contract) from a finished build.
 #[allow(clippy::too_many_arguments)]
 fn result_json(
     steps: &[StepReport],

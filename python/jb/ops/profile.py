@@ -365,6 +365,9 @@ def run(args: dict) -> dict:
             if paired and fixed_round_iters is None:
                 round_s = float(args.get("round_s", ROUND_S))
                 round_iters = max(1, min(MAX_ROUND_ITERS, int(round_s / max(sum(per_iter_s), 1e-9))))
+                # The iteration budget must leave room for min_rounds rounds (an interval from
+                # two ratios says nothing).
+                round_iters = max(1, min(round_iters, iters // min_rounds))
             gc.collect()
             trace_dir = scratch / "timed"
             with _profiler_trace(str(trace_dir)):
