@@ -99,6 +99,8 @@ fn eval_a_kernel_rejected_while_profiled_fails() {
         &[],
     );
     assert_eq!(v["verify"]["status"], "correct", "{v:#}");
+    // Not exportable (TPU interpret mode): every stage imported it, in the sandbox.
+    assert_eq!(v["trust"], "sandboxed", "{v:#}");
     assert_eq!(v["status"], "rejected", "{v:#}");
     assert_eq!(code, 1, "{v:#}");
     let reasons = v["reasons"].as_array().unwrap();

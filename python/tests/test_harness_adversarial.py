@@ -56,8 +56,7 @@ def headers(path: pathlib.Path) -> dict:
 # need the per-operator trials and shape variants: python/tests/test_trials_adversarial.py runs them.
 FILES = sorted(
     p for p in ADVERSARIAL.glob("*.py")
-    if not p.stem.startswith("trust_") and "
-# caught-by: " not in p.read_text()
+    if not p.stem.startswith("trust_") and "\n# caught-by: " not in p.read_text()
 )
 
 
