@@ -112,3 +112,52 @@ fn eval_a_kernel_rejected_while_profiled_fails() {
     );
     assert!(v["kernel"].is_null() && v["speedup_vs_xla"].is_null());
 }
+
+#[test]
+fn a_verdict_forged_inside_the_sandbox_does_not_survive_the_judges_recheck() {
+    ensure_pyenv();
+    let cache = tempfile::tempdir().unwrap();
+    let (code, v) = eval(
+        cache.path(),
+        "examples/adversarial/trust_sandboxed_forgery.py",
+        &[],
+    );
+    // It chose the sandboxed path (not exportable) and poisoned the in-process comparison: the
+    // verify op in its process said `correct`; the judge, from its dumped outputs, did not.
+    assert_eq!(v["trust"], "sandboxed", "{v:#}");
+    assert_eq!(v["verify"]["claimed_status"], "correct", "{v:#}");
+    assert_eq!(v["verify"]["recheck"]["status"], "incorrect", "{v:#}");
+    assert_eq!(v["status"], "incorrect", "{v:#}");
+    assert_eq!(code, 1, "{v:#}");
+
+    // An honest kernel on the same path keeps its verdict, and the dumped outputs are not kept.
+    let (code, v) = eval(
+        cache.path(),
+        "python/tests/fixtures/candidates/prng_rmsnorm.py",
+        &[],
+    );
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["trust"], "sandboxed", "{v:#}");
+    assert_eq!(v["verify"]["recheck"]["status"], "correct", "{v:#}");
+    let kept_outputs = walk(cache.path())
+        .into_iter()
+        .filter(|p| p.components().any(|c| c.as_os_str() == "outputs"))
+        .count();
+    assert_eq!(kept_outputs, 0);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -13,7 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
-_ROOT = pathlib.Path(__file__).resolve().parents[2]
+# The project, found through the harness package it can import (the candidate file itself may
+# have been copied elsewhere, e.g. into jb's sandbox scratch folder).
+import jb as _jb
+
+_ROOT = pathlib.Path(_jb.__file__).resolve().parents[2]
 _OLD_TRIALS = ((1, "normal"), (2, "uniform"), (3, "signed"), (4, "small"), (5, "large"), (6, "sparse"))
 _CACHE = {}
 

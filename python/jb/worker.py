@@ -25,7 +25,7 @@ import time
 import traceback
 
 PROTOCOL_VERSION = 1
-OP_NAMES = ("fingerprint", "peak", "describe", "compile", "export", "verify", "profile", "shutdown")
+OP_NAMES = ("fingerprint", "peak", "describe", "compile", "export", "verify", "recheck", "profile", "shutdown")
 
 
 def _take_stdout():

@@ -445,7 +445,7 @@ fn result_json(
         "trust": trust_of(export, &[compile, verify, profile]),
         "export": detail(export, &["programs", "error_class", "error", "reasons", "stderr_tail"]),
         "compile": detail(compile, &["compile_ms", "cost", "memory", "error_class", "error", "reasons", "stderr_tail"]),
-        "verify": detail(verify, &["error_class", "error", "reasons", "notes", "stderr_tail"]),
+        "verify": detail(verify, &["error_class", "error", "reasons", "notes", "stderr_tail", "recheck", "claimed_status"]),
         "scale": session.scale,
         "backend": session.backend,
         "run_id": run_id,

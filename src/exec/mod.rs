@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod fake;
 pub mod python;
 pub mod ray;
+pub mod recheck;
 pub mod results;
 pub mod route;
 pub mod sandbox;

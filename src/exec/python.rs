@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::child::{kill_group, rss_mb, spawn_tied};
+use super::recheck;
 use super::route::{self, Route};
 use super::sandbox::{self, Sandbox, SandboxMode, Trust};
 use super::{CancelFlag, StepOutput, StepRequest};
@@ -607,26 +608,52 @@ impl PythonExecutor {
                 }
                 (o, Some(Trust::Artifact))
             }
-            Route::Candidate => match self.sandbox_mode() {
-                SandboxMode::Unavailable(e) => {
-                    return StepOutput::infra("error", sandbox::refusal(&e));
-                }
-                SandboxMode::Off => (
-                    self.call_on(
-                        op,
-                        Value::Object(args),
-                        Placement::Fresh,
-                        timeout,
-                        memory,
-                        &req.cancel,
+            Route::Candidate => {
+                // A verdict reached in the candidate's own process is judged again outside it.
+                let recheck_args = if req.step.kind == StepKind::Verify {
+                    if let Err(e) = recheck::prepare(&mut args) {
+                        return StepOutput::infra("error", format!("cannot draw a seed: {e}"));
+                    }
+                    Some(recheck::request(&args, &req.out_dir))
+                } else {
+                    None
+                };
+                let (mut o, t) = match self.sandbox_mode() {
+                    SandboxMode::Unavailable(e) => {
+                        return StepOutput::infra("error", sandbox::refusal(&e));
+                    }
+                    SandboxMode::Off => (
+                        self.call_on(
+                            op,
+                            Value::Object(args),
+                            Placement::Fresh,
+                            timeout,
+                            memory,
+                            &req.cancel,
+                        ),
+                        Some(Trust::Unsandboxed),
                     ),
-                    Some(Trust::Unsandboxed),
-                ),
-                SandboxMode::On(sb) => match self.run_jailed(&sb, req, args, timeout, memory) {
-                    Ok(o) => (o, Some(Trust::Sandboxed)),
-                    Err(e) => return StepOutput::infra("error", e),
-                },
-            },
+                    SandboxMode::On(sb) => match self.run_jailed(&sb, req, args, timeout, memory) {
+                        Ok(o) => (o, Some(Trust::Sandboxed)),
+                        Err(e) => return StepOutput::infra("error", e),
+                    },
+                };
+                if let Some(rargs) = recheck_args {
+                    if o.status == super::StepStatus::Correct {
+                        let r = self.call_on(
+                            "recheck",
+                            rargs,
+                            Placement::Pooled,
+                            timeout,
+                            memory,
+                            &req.cancel,
+                        );
+                        recheck::apply(&mut o, r);
+                    }
+                    let _ = std::fs::remove_dir_all(req.out_dir.join(recheck::OUTPUTS_DIR));
+                }
+                (o, t)
+            }
         };
         if req.step.kind == StepKind::Export && out.status == "error" {
             let unknown =

@@ -40,7 +40,7 @@ import secrets
 import jax
 import numpy as np
 
-from jb import guard, inputs as jb_inputs, trust
+from jb import guard, inputs as jb_inputs, outputs as jb_outputs, trust
 from jb.compare import judge, to_host_leaves
 from jb.inputs import DISTRIBUTIONS, resample
 from jb.ops import common
@@ -272,8 +272,11 @@ def run(args: dict) -> dict:
     rejects.extend(const_rejects)
 
     exact = req.backend == "cpu"
+    # Where the candidate runs in this process (not exportable), jb asks for every output in files
+    # too, and has a trusted process judge them again (jb.ops.recheck).
+    dump_dir = req.out_dir() if args.get("dump_outputs") else None
     failure: common.CandidateFailure | None = None
-    for t, ref in zip(trials, references):
+    for ti, (t, ref) in enumerate(zip(trials, references)):
         record = {"seed": t["seed"], "dist": t["dist"], "ok": False, "max_abs_err": None, "max_rel_err": None, "reason": None}
         result["trials"].append(record)
         inputs = make_inputs(wl, base, t["seed"], t["dist"])
@@ -292,6 +295,8 @@ def run(args: dict) -> dict:
             break
         cmp = judge(ref["ref"], ref["hi"], ref["emu"], out, rule)
         _record_cmp(record, cmp)
+        if dump_dir is not None:
+            jb_outputs.save(dump_dir, jb_outputs.name_of(ti), to_host_leaves(out))
         try:
             again = common.run(built, inputs)
         except common.CandidateFailure as exc:
@@ -309,7 +314,7 @@ def run(args: dict) -> dict:
         del out, again, inputs
 
     if failure is None and not any(r for r in rejects if "mutated" in r or "deleted" in r):
-        for v in variants:
+        for vi, v in enumerate(variants):
             t = v["trial"]
             record = {"seed": t["seed"], "dist": t["dist"], "variant": v["override"], "ok": False,
                       "max_abs_err": None, "max_rel_err": None, "reason": None}
@@ -324,6 +329,8 @@ def run(args: dict) -> dict:
             except common.CandidateFailure as exc:
                 record["reason"] = f"variant fails at run time: {exc.message}"
                 continue
+            if dump_dir is not None:
+                jb_outputs.save(dump_dir, jb_outputs.name_of(0, vi), to_host_leaves(out))
             _record_cmp(record, judge(v["ref"]["ref"], v["ref"]["hi"], v["ref"]["emu"], out, rule))
 
     if failure is not None:
