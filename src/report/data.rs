@@ -63,6 +63,9 @@ pub struct Timing {
     pub of_roofline: Option<f64>,
     /// Pallas ran in interpret mode: the time says nothing about accelerator speed.
     pub interpret: bool,
+    /// How far the number can be trusted (`artifact`, `sandboxed`, `unsandboxed`, `trusted`;
+    /// `None` for records from before jb recorded it).
+    pub trust: Option<String>,
     /// The configuration, candidate or method it is.
     pub label: Option<String>,
     pub reasons: Vec<String>,
@@ -90,6 +93,8 @@ pub struct CandidateRow {
     /// Paired speedup over the hand-tuned kernel (`jb eval`), with its interval.
     pub vs_handtuned: Option<Speedup>,
     pub interpret: bool,
+    /// The weakest trust of the candidate's judged steps (see `Timing::trust`).
+    pub trust: Option<String>,
     pub step: Option<String>,
     pub key: Option<String>,
 }
@@ -257,6 +262,11 @@ impl Ctx<'_> {
             utilisation: None,
             of_roofline: None,
             interpret: r.interpret(),
+            trust: r
+                .result
+                .get("trust")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             label,
             reasons: r.reasons(),
             step: r.step_id.clone(),
@@ -301,6 +311,7 @@ impl Ctx<'_> {
                 utilisation: None,
                 of_roofline: None,
                 interpret: false,
+                trust: None,
                 label: config.clone(),
                 reasons: grid.reasons(),
                 step: grid.step_id.clone(),
@@ -433,11 +444,18 @@ pub fn build(input: &ReportInput) -> Report {
         .into_iter()
         .flatten()
         {
-            if t.interpret {
-                let n = "† Pallas ran in interpret mode: that time says nothing about accelerator speed".to_string();
-                if !notes.contains(&n) {
-                    notes.push(n);
+            let mut note = |n: &str| {
+                if !notes.iter().any(|x| x == n) {
+                    notes.push(n.to_string());
                 }
+            };
+            if t.interpret {
+                note("† Pallas ran in interpret mode: that time says nothing about accelerator speed");
+            }
+            match t.trust.as_deref() {
+                Some("sandboxed") => note(super::tables::SANDBOXED_NOTE),
+                Some("unsandboxed") => note(super::tables::UNSANDBOXED_NOTE),
+                _ => {}
             }
         }
     }
@@ -626,6 +644,7 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
             utilisation: None,
             of_roofline: None,
             interpret: c.interpret,
+            trust: c.trust.clone(),
             label: Some(format!("{}: {}", c.method, c.label)),
             reasons: Vec::new(),
             step: c.step.clone().unwrap_or_default(),
@@ -699,6 +718,7 @@ fn candidate_row(method: &str, s: &MethodSample) -> CandidateRow {
         speedup_ci: s.paired_xla.and_then(|p| p.interval()),
         vs_handtuned: s.paired_handtuned,
         interpret: s.interpret,
+        trust: s.trust.clone(),
         step: s.step.clone(),
         key: s.key.clone(),
     }

@@ -67,6 +67,9 @@ pub struct MethodSample {
     pub step: Option<String>,
     pub key: Option<String>,
     pub interpret: bool,
+    /// The weakest `trust` of its compile, verify and profile records (`artifact`: the judge
+    /// ran the exported program; `sandboxed`/`unsandboxed`: the candidate's own process did).
+    pub trust: Option<String>,
 }
 
 /// Everything one method produced, by benchmark (workload folder name).
@@ -102,9 +105,39 @@ pub fn candidate_sample(
     label: String,
     index: usize,
 ) -> Option<MethodSample> {
+    let export = records.find(pipeline, "export", workload, extra);
     let compile = records.find(pipeline, "compile", workload, extra);
     let verify = records.find(pipeline, "verify", workload, extra);
     let profile = records.find(pipeline, "profile", workload, extra);
+    let trust = crate::exec::route::weakest(
+        [compile, verify, profile]
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.result.get("trust").and_then(serde_json::Value::as_str)),
+    )
+    .or_else(|| {
+        export
+            .and_then(|e| e.result.get("trust").and_then(serde_json::Value::as_str))
+            .and_then(crate::exec::sandbox::Trust::parse)
+    })
+    .map(|t| t.as_str().to_string());
+    // An export that failed (rejected, compile_error) decides: nothing after it was judged.
+    if let Some(e) = export.filter(|e| !matches!(e.status.as_str(), "ok" | "not_exportable")) {
+        return Some(MethodSample {
+            index,
+            status: e.status.clone(),
+            outcome: Outcome::from_status(&e.status),
+            median_ms: None,
+            speedup: None,
+            paired_xla: None,
+            paired_handtuned: None,
+            label,
+            step: Some(e.step_id.clone()),
+            key: Some(e.key.clone()),
+            interpret: false,
+            trust,
+        });
+    }
     let first = compile.or(verify).or(profile)?;
     let mut sample = MethodSample {
         index,
@@ -118,6 +151,7 @@ pub fn candidate_sample(
         step: Some(first.step_id.clone()),
         key: Some(first.key.clone()),
         interpret: compile.is_some_and(|c| c.interpret()),
+        trust,
     };
     let failed = [compile, verify]
         .into_iter()

@@ -81,11 +81,31 @@ pub fn sig(x: f64, digits: usize) -> String {
 
 pub const DASH: &str = "–";
 
+/// Markers of numbers that did not come from judging an exported program.
+pub const SANDBOXED_MARK: &str = " §";
+pub const UNSANDBOXED_MARK: &str = " ‼";
+pub const SANDBOXED_NOTE: &str = "§ judged in the candidate's own (sandboxed) process: it could not be exported; its verdict was rechecked from its outputs, its time was measured in its process";
+pub const UNSANDBOXED_NOTE: &str = "‼ the candidate ran without the sandbox (`--no-sandbox`): its numbers are not protected against tampering";
+
+/// The marker of a number's trust level (empty for `artifact`, `trusted` and unknown).
+pub fn trust_mark(trust: Option<&str>) -> &'static str {
+    match trust {
+        Some("sandboxed") => SANDBOXED_MARK,
+        Some("unsandboxed") => UNSANDBOXED_MARK,
+        _ => "",
+    }
+}
+
 pub fn ms_cell(t: Option<&Timing>) -> Cell {
     match t {
         Some(t) => match t.ok_ms() {
             Some(ms) => Cell::num(
-                format!("{}{}", sig(ms, 4), if t.interpret { " †" } else { "" }),
+                format!(
+                    "{}{}{}",
+                    sig(ms, 4),
+                    if t.interpret { " †" } else { "" },
+                    trust_mark(t.trust.as_deref())
+                ),
                 ms,
             ),
             None => Cell::text(t.status.clone()),
@@ -389,6 +409,7 @@ pub fn candidates(r: &Report) -> Table {
                     Cell::text(c.index.to_string()),
                     Cell::text(&c.label),
                     Cell::text(&c.status).from(c.step.as_deref(), c.key.as_deref()),
+                    Cell::text(c.trust.as_deref().unwrap_or(DASH)),
                     match c.median_ms {
                         Some(ms) => Cell::num(
                             format!("{}{}", sig(ms, 4), if c.interpret { " †" } else { "" }),
@@ -411,13 +432,14 @@ pub fn candidates(r: &Report) -> Table {
     Table {
         id: "candidates",
         title: "Candidates".into(),
-        intro: "Every candidate kernel with its status (the first step that did not pass). Speedups measured paired (interleaved with XLA and the hand-tuned kernel in one process) carry their 95 % bootstrap interval.".into(),
+        intro: "Every candidate kernel with its status (the first step that did not pass) and its trust: `artifact` (the judge ran its exported program), `sandboxed` (it could not be exported: judged in its own sandboxed process, the verdict rechecked from its outputs), `unsandboxed` (`--no-sandbox`). Speedups measured paired (interleaved with XLA and the hand-tuned kernel in one process) carry their 95 % bootstrap interval.".into(),
         columns: [
             "workload",
             "method",
             "#",
             "candidate",
             "status",
+            "trust",
             "ms",
             "vs XLA",
             "vs XLA CI low",

@@ -142,11 +142,34 @@ impl<'a> Fixture<'a> {
             );
             return;
         }
-        self.compile_ok(&id("compile"), flops, bytes, &inputs);
-        let verify = json!({"trials": [{"seed": 1, "dist": "normal", "ok": outcome == "correct"}], "max_abs_err": if outcome == "correct" { 1e-3 } else { 3.5 }, "max_rel_err": 1e-3, "reasons": if outcome == "correct" { json!([]) } else { json!(["max abs err 3.5 > atol 0.01"]) }});
+        // The one-off `jb eval` candidate could not be exported: judged in the sandbox.
+        let trust = if pipeline == "jb-eval" {
+            "sandboxed"
+        } else {
+            "artifact"
+        };
+        self.put(
+            &id("compile"),
+            "compile",
+            "ok",
+            json!({"cost": {"flops": flops, "bytes_accessed": bytes}, "has_pallas_call": true, "interpret": false, "trust": trust}),
+            &inputs,
+            &[],
+        );
+        let verify = json!({"trials": [{"seed": 1, "dist": "normal", "ok": outcome == "correct"}], "max_abs_err": if outcome == "correct" { 1e-3 } else { 3.5 }, "max_rel_err": 1e-3, "reasons": if outcome == "correct" { json!([]) } else { json!(["max abs err 3.5 > atol 0.01"]) }, "trust": trust});
         self.put(&id("verify"), "verify", outcome, verify, &inputs, &[]);
         if let Some(ms) = ms {
-            self.profile(&id("profile"), ms, flops, bytes, &inputs);
+            let samples: Vec<f64> = (0..5)
+                .map(|i| ms * (1.0 + 0.01 * (i as f64 - 2.0)))
+                .collect();
+            self.put(
+                &id("profile"),
+                "profile",
+                "ok",
+                json!({"median_ms": ms, "samples_ms": samples, "flops": flops, "bytes": bytes, "interpret": false, "trust": trust}),
+                &inputs,
+                &[],
+            );
         }
     }
 }
