@@ -96,6 +96,8 @@ class Program:
     wall: list = dataclasses.field(default_factory=list)  # per iteration, ms
     rounds: list = dataclasses.field(default_factory=list)  # per round: indices into wall
     samples: list = dataclasses.field(default_factory=list)  # chosen clock, per iteration
+    runs: int = 0  # every run inside the timed trace session, the untimed switch-warmups included
+    timed: list = dataclasses.field(default_factory=list)  # which of those runs are timed
 
 
 def _named(fn, name: str):
@@ -240,6 +242,7 @@ def run(args: dict) -> dict:
     pair_specs = list(args.get("pair") or [])
     paired = bool(pair_specs)
     fixed_round_iters = args.get("round_iters")
+    switch_warmup = bool(args.get("switch_warmup", False))
     round_iters = int(fixed_round_iters) if fixed_round_iters is not None else 1
     if not paired:
         round_iters = iters
@@ -379,6 +382,15 @@ def run(args: dict) -> dict:
                     for j in order:
                         p = programs[j]
                         idx = []
+                        if paired and switch_warmup:
+                            # Optional (args.switch_warmup): the first run after another program
+                            # untimed, as a separate step's warmup would be. Off by default: it
+                            # doubles the runs of slow programs (one timed iteration a round) and
+                            # did not remove the one switching effect measured here (1p's XLA
+                            # program at 4.4 or 8.7 ms per invocation beside an interpret-mode
+                            # kernel, whatever the block size).
+                            common.block(p.built(*sets[(r * round_iters) % n_sets]))
+                            p.runs += 1
                         for it in range(round_iters):
                             s = (r * round_iters + it) % n_sets
                             inputs = sets[s]
@@ -386,6 +398,8 @@ def run(args: dict) -> dict:
                             out = p.built(*inputs)
                             common.block(out)
                             p.wall.append((_perf_counter() - t0) * 1e3)
+                            p.timed.append(p.runs)
+                            p.runs += 1
                             idx.append(len(p.wall) - 1)
                             if p.checked:
                                 checks.append((j, s, _check_output(checker, ref_leaves[s], ref_def, out, p.role, s)))
@@ -443,17 +457,17 @@ def run(args: dict) -> dict:
         shutil.rmtree(scratch, ignore_errors=True)
 
     # 3. One clock for every program: the trace if it has one run per iteration of each.
-    usable = all(len(t.samples_ms) == len(p.wall) for t, p in zip(timings, programs))
+    usable = all(len(t.samples_ms) == p.runs for t, p in zip(timings, programs))
     if usable:
         source = f"trace:{timings[0].source}"
         for t, p in zip(timings, programs):
-            p.samples = list(t.samples_ms)
+            p.samples = [t.samples_ms[i] for i in p.timed]
     else:
         source = "wall_clock"
         for t, p in zip(timings, programs):
             p.samples = list(p.wall)
-            if len(t.samples_ms) != len(p.wall):
-                why = t.note or f"trace had {len(t.samples_ms)} runs of {p.built.module_name} for {len(p.wall)} iterations"
+            if len(t.samples_ms) != p.runs:
+                why = t.note or f"trace had {len(t.samples_ms)} runs of {p.built.module_name} for {p.runs} runs"
                 result["timing"]["notes"].append(f"timing from host wall-clock: {why}")
 
     result["iters"] = len(main.wall)
@@ -478,7 +492,7 @@ def run(args: dict) -> dict:
                           **jbstats.summary(p.samples), "wall_median_ms": common.stats(p.wall)["median_ms"],
                           "round_ms": _round_times(p.samples, p.rounds)}
                          for p in programs],
-            "rounds": len(main.rounds), "round_iters": round_iters, "orders": orders, "stop": stop,
+            "rounds": len(main.rounds), "round_iters": round_iters, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
             "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
             "max_rounds": max_rounds, "timing_source": source, "ratios": ratios, "skipped": skipped,
         }
