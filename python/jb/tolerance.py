@@ -48,6 +48,9 @@ from typing import Any
 import numpy as np
 
 K_ELEM = 32.0
+# Outputs of fewer than K_ELEM / K_RMS elements: the noise floor, in bf16 ulps of the answer.
+SMALL_N_BF16_FLOOR = 0.05
+SMALL_N = 22  # about K_ELEM / K_RMS: from here on the aggregate multiple is K_RMS
 K_RMS = 1.5
 FLOOR = 1.0
 MAX_REL_RMS = 0.5
@@ -214,10 +217,24 @@ def leaf_bound(ref: np.ndarray, hi: np.ndarray, emu: np.ndarray | None, rule: Ru
     u = np.where(finite, ulp(h, np.asarray(ref).dtype), 0.0)
     ulp_rms = _rms(u[finite])
     scale = np.maximum(np.maximum(noise, rule.floor * sigma), u)
+    n = int(finite.sum())
+    if emu is not None and n < SMALL_N:
+        # A handful of elements (a scalar loss): the measured noise is one or two draws of the bf16
+        # rounding and can be near zero by chance; floor it at a twentieth of a bf16 ulp.
+        scale = np.maximum(scale, SMALL_N_BF16_FLOOR * ulp(h, "bfloat16"))
     bound = rule.k_elem * scale
     if rule.cap is not None:
         bound = np.minimum(bound, rule.cap[0] + rule.cap[1] * np.abs(h))
-    rms_bound = min(rule.k_rms * max(sigma, 0.5 * ulp_rms), rule.max_rel_rms * _rms(h[finite]))
+    # The aggregate bound is a statement about many rounding errors; over one element (a scalar
+    # loss) the RMS is that element's error and must not be stricter than the per-element bound.
+    # The multiple is k_elem / n for a handful of elements (n >= k_elem / k_rms = 22 keep k_rms):
+    # the published bf16 13p program is 5.5x its scalar's noise, within k_elem, and a sum over a
+    # few rows (21k, 23k) keeps nearly the whole aggregate bound.
+    k_rms = max(rule.k_rms, rule.k_elem / max(n, 1))
+    sig = sigma
+    if emu is not None and n < SMALL_N:
+        sig = max(sigma, SMALL_N_BF16_FLOOR * _rms(ulp(h, "bfloat16")[finite]))
+    rms_bound = min(k_rms * max(sig, 0.5 * ulp_rms), rule.max_rel_rms * _rms(h[finite]))
     return LeafBound(hi=h, bound=bound, rms_bound=rms_bound, sigma=sigma, ulp_rms=ulp_rms, finite=finite)
 
 
