@@ -414,6 +414,27 @@ fn result_json(
         None => unpaired(base),
     };
     let ci = |paired: &Value| paired.get("ci").cloned().unwrap_or(Value::Null);
+    // A baseline much slower beside the candidate than alone: the candidate may have slowed it.
+    // The speedup is then capped at the baseline alone over the candidate (never raised).
+    let guard = |paired: &Value, role: &str, base: &Value| {
+        let point = paired.get("speedup").and_then(Value::as_f64)?;
+        crate::report::paired::slowed(
+            point,
+            profile.and_then(|p| crate::report::paired::pair_median(&p.result, role)),
+            median(base),
+            median(&kernel_t),
+        )
+    };
+    let (xla_slowed, ht_slowed) = (
+        guard(&paired_xla, "xla", &baseline),
+        guard(&paired_ht, "handtuned", &handtuned),
+    );
+    let guarded = |paired: &Value, base: &Value, g: Option<crate::report::paired::Slowed>| match g {
+        Some(g) => (json!(g.capped), Value::Null),
+        None => (pick(paired, base), ci(paired)),
+    };
+    let (speedup_xla, speedup_xla_ci) = guarded(&paired_xla, &baseline, xla_slowed);
+    let (speedup_ht, speedup_ht_ci) = guarded(&paired_ht, &handtuned, ht_slowed);
     let trials = verify
         .and_then(|v| v.result.get("trials"))
         .and_then(Value::as_array)
@@ -434,10 +455,11 @@ fn result_json(
         "kernel": kernel_t,
         "handtuned": handtuned,
         "handtuned_config": handtuned_kind,
-        "speedup_vs_xla": pick(&paired_xla, &baseline),
-        "speedup_ci": ci(&paired_xla),
-        "speedup_vs_handtuned": pick(&paired_ht, &handtuned),
-        "speedup_vs_handtuned_ci": ci(&paired_ht),
+        "speedup_vs_xla": speedup_xla,
+        "speedup_ci": speedup_xla_ci,
+        "speedup_vs_handtuned": speedup_ht,
+        "speedup_vs_handtuned_ci": speedup_ht_ci,
+        "baseline_slowed_in_pair": {"xla": xla_slowed, "handtuned": ht_slowed},
         "speedup_unpaired": {"vs_xla": unpaired(&baseline), "vs_handtuned": unpaired(&handtuned)},
         "measurement": measurement_json(profile, &paired_xla, &paired_ht),
         "has_pallas_call": compile.and_then(|c| c.result.get("has_pallas_call")),
@@ -651,6 +673,14 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
                 "  speedup vs hand-tuned {s:.3}x{}",
                 ci(&out["speedup_vs_handtuned_ci"])
             );
+        }
+        for (role, name) in [("xla", "XLA"), ("handtuned", "the hand-tuned kernel")] {
+            let g = &out["baseline_slowed_in_pair"][role];
+            if let (Some(r), Some(c)) = (g["ratio"].as_f64(), g["capped"].as_f64()) {
+                println!(
+                    "  note: {name} ran {r:.2}x slower beside the candidate than alone: speedup capped at {c:.3}x (no interval)"
+                );
+            }
         }
         if let Some(stop) = out["measurement"]["stop"].as_str() {
             println!(

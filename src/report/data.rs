@@ -601,6 +601,17 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
             c.speedup = None;
             c.speedup_ci = None;
             c.vs_handtuned = None;
+        } else if let (Some(point), Some(_)) = (c.speedup, c.speedup_ci) {
+            // XLA much slower beside the candidate than alone: capped, as `jb eval` does.
+            let pair_xla = c
+                .step
+                .as_deref()
+                .and_then(|s| records.get(s))
+                .and_then(|r| super::paired::pair_median(&r.result, "xla"));
+            if let Some(g) = super::paired::slowed(point, pair_xla, xla_ms, c.median_ms) {
+                c.speedup = Some(g.capped);
+                c.speedup_ci = None;
+            }
         } else if c.speedup_ci.is_none() {
             if let (Some(b), Some(m)) = (xla_ms, c.median_ms.filter(|m| *m > 0.0)) {
                 c.speedup = Some(b / m);

@@ -120,3 +120,69 @@ mod tests {
         assert!(best_estimate(&json!({}), "xla", None).is_none());
     }
 }
+
+/// A paired baseline that ran this much slower beside the candidate than in its own profile step
+/// makes the paired speedup suspect: a candidate can slow its neighbour (caches, memory, the thread
+/// pool) and so inflate its own ratio.
+pub const SLOWED: f64 = 1.25;
+
+/// The median of `role`'s program in a paired profile result.
+pub fn pair_median(result: &Value, role: &str) -> Option<f64> {
+    result
+        .pointer("/paired/programs")?
+        .as_array()?
+        .iter()
+        .find(|p| p.get("role").and_then(Value::as_str) == Some(role))?
+        .get("median_ms")?
+        .as_f64()
+}
+
+/// How a baseline fared beside the candidate against alone.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Slowed {
+    pub paired_ms: f64,
+    pub alone_ms: f64,
+    /// `paired_ms / alone_ms`.
+    pub ratio: f64,
+    /// The speedup reported instead: the smaller of the paired one and the baseline alone over
+    /// the candidate's paired time.
+    pub capped: f64,
+}
+
+/// The guard: `Some` when the baseline ran more than [`SLOWED`] times slower in the pair than in
+/// its own step, with the speedup capped at the unpaired ratio (never raised).
+pub fn slowed(
+    point: f64,
+    paired_base_ms: Option<f64>,
+    alone_base_ms: Option<f64>,
+    candidate_ms: Option<f64>,
+) -> Option<Slowed> {
+    let (p, a, c) = (paired_base_ms?, alone_base_ms?, candidate_ms?);
+    if !(p > 0.0 && a > 0.0 && c > 0.0) || p <= SLOWED * a {
+        return None;
+    }
+    Some(Slowed {
+        paired_ms: p,
+        alone_ms: a,
+        ratio: p / a,
+        capped: point.min(a / c),
+    })
+}
+
+#[cfg(test)]
+mod slowed_tests {
+    use super::*;
+
+    #[test]
+    fn a_baseline_slowed_in_the_pair_caps_the_speedup() {
+        // XLA 4.4 ms alone, 8.8 ms beside the candidate (20 ms): paired 0.44x becomes 0.22x.
+        let s = slowed(0.44, Some(8.8), Some(4.4), Some(20.0)).unwrap();
+        assert!((s.ratio - 2.0).abs() < 1e-9 && (s.capped - 0.22).abs() < 1e-9);
+        // Within the allowance, or missing figures: no guard.
+        assert_eq!(slowed(0.44, Some(5.0), Some(4.4), Some(20.0)), None);
+        assert_eq!(slowed(0.44, None, Some(4.4), Some(20.0)), None);
+        // Never raises a speedup.
+        let s = slowed(0.1, Some(9.0), Some(4.4), Some(20.0)).unwrap();
+        assert_eq!(s.capped, 0.1);
+    }
+}
