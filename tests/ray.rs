@@ -320,23 +320,33 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         assert_eq!(status, want, "{step}");
     }
     let steps = on_ray.json()["steps"].as_array().unwrap().clone();
-    // Trusted worker steps run on cluster nodes; a candidate's steps (they carry a `trust` other
-    // than `trusted`) run on this machine, in the local sandbox or judging the exported program.
-    let candidate = |s: &&Value| {
-        s["result"]["trust"]
-            .as_str()
-            .is_some_and(|t| t != "trusted")
-    };
+    // A candidate's export step (its own code) runs on this machine, in the local sandbox; every
+    // other worker step runs on a cluster node, the candidate's compile/verify/profile on its
+    // exported program (`trust: artifact`).
     let remote = |s: &&Value| s["result"]["ray"]["node_id"].is_string();
-    let (cand, trusted): (Vec<&Value>, Vec<&Value>) = steps.iter().partition(candidate);
-    assert!(!cand.is_empty() && !trusted.is_empty(), "{steps:?}");
+    let export = |s: &&Value| s["step"].as_str().is_some_and(|id| id.contains("/export["));
+    let (exports, others): (Vec<&Value>, Vec<&Value>) = steps.iter().partition(export);
+    assert!(!exports.is_empty(), "{steps:?}");
     assert!(
-        trusted.iter().all(remote),
-        "every trusted worker step ran on a cluster node"
+        !exports.iter().any(remote),
+        "no export step ran on a cluster node"
     );
     assert!(
-        !cand.iter().any(remote),
-        "no candidate step ran on a cluster node"
+        others.iter().all(remote),
+        "every other worker step ran on a cluster node"
+    );
+    let judged: Vec<&&Value> = others
+        .iter()
+        .filter(|s| {
+            s["result"]["trust"]
+                .as_str()
+                .is_some_and(|t| t != "trusted")
+        })
+        .collect();
+    assert!(!judged.is_empty(), "{steps:?}");
+    assert!(
+        judged.iter().all(|s| s["result"]["trust"] == "artifact"),
+        "candidate steps on the cluster judge the exported program: {judged:?}"
     );
     let again = run(jb_local(&root, &args));
     assert_eq!(again.code, 0, "{}", again.stderr);

@@ -514,7 +514,49 @@ impl RayExecutor {
         out
     }
 
+    /// A candidate's step on its exported program, on a cluster judge (see `execute`).
+    fn run_artifact(
+        &self,
+        req: &StepRequest,
+        export_step: &str,
+        files: &BTreeMap<String, String>,
+    ) -> StepOutput {
+        // Outside the project: the driver ships a folder that lies elsewhere, by content.
+        let tmp = std::env::temp_dir().join("jb-exported");
+        let (dir, export) = match super::route::materialize_in(&req.project.cache_dir, &tmp, files)
+        {
+            Ok(d) => d,
+            Err(e) => {
+                return StepOutput::infra(
+                    "error",
+                    format!("cannot materialize the export of {export_step}: {e}"),
+                )
+            }
+        };
+        let mut imp = match req.step.params.get("impl") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => serde_json::Map::new(),
+        };
+        imp.insert("kind".into(), json!("exported"));
+        imp.insert("path".into(), json!(export));
+        let mut out = self.run_worker_with(req, Some(Value::Object(imp)), false);
+        drop(dir);
+        if let Value::Object(m) = &mut out.result {
+            m.insert("exported_from".into(), json!(export_step));
+            // jb's own account of where the code ran; whatever the worker said is overwritten.
+            m.insert(
+                "trust".into(),
+                json!(super::sandbox::Trust::Artifact.as_str()),
+            );
+        }
+        out
+    }
+
     fn run_worker(&self, req: &StepRequest) -> StepOutput {
+        self.run_worker_with(req, None, req.step.untrusted())
+    }
+
+    fn run_worker_with(&self, req: &StepRequest, imp: Option<Value>, fresh: bool) -> StepOutput {
         let mut args = match &req.step.params {
             Value::Object(m) => m.clone(),
             Value::Null => serde_json::Map::new(),
@@ -525,6 +567,9 @@ impl RayExecutor {
                 );
             }
         };
+        if let Some(imp) = imp {
+            args.insert("impl".into(), imp);
+        }
         args.insert("scale".into(), json!(req.scale));
         args.insert("backend".into(), json!(req.backend));
         args.insert("out_dir".into(), json!(req.out_dir));
@@ -541,7 +586,7 @@ impl RayExecutor {
         let request = json!({
             "op": op,
             "args": Value::Object(args),
-            "fresh": req.step.untrusted(),
+            "fresh": fresh,
             "timeout_s": req.timeout.unwrap_or(Duration::from_secs(1800)).as_secs_f64(),
             "project_root": req.project.root,
             "python_dir": self.spec.python_dir,
@@ -642,6 +687,16 @@ fn worker_output(op: &str, r: &Value, out_dir: &Path) -> StepOutput {
 
 impl Executor for RayExecutor {
     fn execute(&self, req: &StepRequest) -> StepOutput {
+        if req.step.untrusted() && req.step.kind != StepKind::Export {
+            // Judging an exported program is trusted work: it goes to the cluster's judges, with
+            // the export's files shipped like any file a step names. The candidate's own code
+            // (export, or every step where it could not be exported) stays in the local sandbox.
+            if let super::route::Route::Artifact { export_step, files } =
+                super::route::route(&req.step, &req.deps)
+            {
+                return self.run_artifact(req, &export_step, &files);
+            }
+        }
         if req.step.untrusted() || req.step.kind == StepKind::Export {
             return match &self.untrusted {
                 Some(local) => local.execute(req),

@@ -72,12 +72,22 @@ pub fn materialize(
     cache_dir: &Path,
     files: &BTreeMap<String, String>,
 ) -> Result<(tempfile::TempDir, PathBuf), String> {
+    materialize_in(cache_dir, &cache_dir.join("tmp"), files)
+}
+
+/// [`materialize`] into a fresh folder under `tmp` (e.g. outside the project, so that the Ray
+/// executor ships it to a node like any file a step names).
+pub fn materialize_in(
+    cache_dir: &Path,
+    tmp: &Path,
+    files: &BTreeMap<String, String>,
+) -> Result<(tempfile::TempDir, PathBuf), String> {
     use std::os::unix::fs::PermissionsExt;
     let cas = Cas::open(cache_dir).map_err(|e| e.to_string())?;
-    let tmp = cache_dir.join("tmp");
+    let _ = std::fs::create_dir_all(tmp);
     let dir = tempfile::Builder::new()
         .prefix("exported-")
-        .tempdir_in(&tmp)
+        .tempdir_in(tmp)
         .map_err(|e| format!("{}: {e}", tmp.display()))?;
     for (name, digest) in files {
         if name.split('/').any(|c| c == ".." || c.is_empty()) {
