@@ -530,3 +530,24 @@ fn forged_worker_answers_are_rejected() {
         assert_eq!(compile["result"]["claimed"]["compile_ms"], 0.001);
     }
 }
+
+/// Filling the disk through the one writable host folder: the worker is killed past the limit.
+#[test]
+fn a_candidate_that_fills_its_scratch_folder_is_stopped() {
+    let p = Proj::new(
+        "import os, time\nwith open(os.path.join(os.environ['HOME'], 'fill.bin'), 'wb') as f:\n    for _ in range(64):\n        f.write(b'\\0' * (1 << 20))\n        f.flush()\ntime.sleep(20)\n",
+    );
+    let r: Run = p
+        .command(&["--json", "build", "attack"])
+        .env("JB_SANDBOX_SCRATCH_MB", "16")
+        .output()
+        .unwrap()
+        .into();
+    let summary = r.json();
+    let compile = step(&summary, "attack/compile");
+    assert_eq!(compile["status"], "crashed", "{compile}");
+    let why = compile["result"]["reasons"][0].as_str().unwrap();
+    assert!(why.contains("sandbox scratch folder"), "{why}");
+    // Nothing of it is kept.
+    assert!(compile["result"]["files"].is_null() || !compile.to_string().contains("fill.bin"));
+}

@@ -41,6 +41,9 @@ pub struct Worker {
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     next_id: u64,
     pub requests: u32,
+    /// A sandboxed worker's scratch folder (its one writable host folder) and when it was last
+    /// measured: more than [`sandbox::scratch_limit`] there and the worker is killed.
+    scratch: Option<(PathBuf, Instant)>,
 }
 
 const STDERR_LINES: usize = 40;
@@ -52,6 +55,8 @@ pub enum WorkerFailure {
     Cancelled,
     Died(String),
     OutOfMemory(u64),
+    /// Bytes written into the sandbox's scratch folder past the limit.
+    OutOfDisk(u64),
     Protocol(String),
 }
 
@@ -125,6 +130,7 @@ impl Worker {
             }
         });
         let mut w = Worker {
+            scratch: jail.map(|(_, scratch)| (scratch.to_path_buf(), Instant::now())),
             child,
             stdin,
             lines: rx,
@@ -201,6 +207,15 @@ impl Worker {
                 let rss = rss_mb(self.child.id());
                 if rss > limit {
                     return Err(WorkerFailure::OutOfMemory(rss));
+                }
+            }
+            if let Some((dir, last)) = &mut self.scratch {
+                if last.elapsed() >= Duration::from_secs(1) {
+                    *last = Instant::now();
+                    let used = dir_bytes(dir);
+                    if used > sandbox::scratch_limit() {
+                        return Err(WorkerFailure::OutOfDisk(used));
+                    }
                 }
             }
         }
@@ -525,6 +540,14 @@ impl PythonExecutor {
                             memory_mb.unwrap_or(0)
                         ),
                     ),
+                    WorkerFailure::OutOfDisk(bytes) => (
+                        "crashed".to_string(),
+                        format!(
+                            "wrote {} MiB into its sandbox scratch folder, more than {} MiB; worker killed",
+                            bytes >> 20,
+                            sandbox::scratch_limit() >> 20
+                        ),
+                    ),
                     WorkerFailure::Protocol(m) => ("crashed".to_string(), m),
                 };
                 let mut o = StepOutput::infra(status, reason);
@@ -756,6 +779,26 @@ impl PythonExecutor {
             self.forget(w);
         }
     }
+}
+
+/// The bytes of the regular files under `dir` (links not followed).
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if m.is_file() {
+                total += m.len();
+            }
+        }
+    }
+    total
 }
 
 /// The regular files under `dir` (links neither followed nor kept), by path relative to `dir`.

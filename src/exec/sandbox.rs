@@ -14,6 +14,20 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// The size of the sandbox's private /tmp (a tmpfs, counted in memory, not in the RSS limit).
+pub const TMP_BYTES: u64 = 2 << 30;
+/// What a sandboxed worker may write into its scratch folder on the host (checked every second;
+/// past it the worker is killed): enough for dumped verify outputs and profiler traces at cpu scale.
+pub const SCRATCH_BYTES: u64 = 8 << 30;
+
+/// The scratch limit in force: [`SCRATCH_BYTES`], or `$JB_SANDBOX_SCRATCH_MB` MiB.
+pub fn scratch_limit() -> u64 {
+    std::env::var("JB_SANDBOX_SCRATCH_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(SCRATCH_BYTES, |mb| mb << 20)
+}
+
 /// Why the sandbox cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SandboxError {
@@ -196,7 +210,12 @@ impl Sandbox {
         for d in device_nodes() {
             push(&[&"--dev-bind-try", &d, &d]);
         }
-        push(&[&"--proc", &"/proc", &"--tmpfs", &"/tmp"]);
+        // A private /tmp of bounded size: tmpfs pages are memory that the process tree's RSS
+        // limit does not see, so an unbounded one would let a candidate exhaust the machine.
+        let tmp_size = TMP_BYTES.to_string();
+        push(&[
+            &"--proc", &"/proc", &"--size", &tmp_size, &"--tmpfs", &"/tmp",
+        ]);
         if let Some(prefix) = base_prefix(&self.pyenv) {
             push(&[&"--ro-bind", &prefix, &prefix]);
         }
@@ -209,7 +228,7 @@ impl Sandbox {
         let bound = [&self.project_root, &self.python_dir];
         let hide = self.cache_dir.is_dir() && bound.iter().any(|b| self.cache_dir.starts_with(b));
         if hide {
-            push(&[&"--tmpfs", &self.cache_dir]);
+            push(&[&"--size", &"1048576", &"--tmpfs", &self.cache_dir]);
         }
         push(&[&"--ro-bind", &self.pyenv, &self.pyenv]);
         if hide {
@@ -406,6 +425,8 @@ mod tests {
         assert!(pos(&["--ro-bind", &r, &r]) < pos(&["--tmpfs", &c]));
         assert!(pos(&["--tmpfs", &c]) < pos(&["--ro-bind", &p, &p]));
         assert!(pos(&["--bind", "/tmp/jb-sandbox-x", "/tmp/jb-sandbox-x"]) > 0);
+        // A bounded private /tmp (tmpfs memory is outside the RSS limit).
+        pos(&["--size", &TMP_BYTES.to_string(), "--tmpfs", "/tmp"]);
         pos(&["--unshare-net"]);
         pos(&["--die-with-parent"]);
         pos(&["--clearenv"]);
