@@ -8,18 +8,7 @@ use std::process::Command;
 #[test]
 fn python_suite_passes() {
     let root = common::repo_root();
-    let setup = Command::new(common::jb_bin())
-        .args(["setup"])
-        .current_dir(&root)
-        .env_remove("JB_CACHE_DIR")
-        .env_remove("JB_PYENV")
-        .output()
-        .expect("run jb setup");
-    assert!(
-        setup.status.success(),
-        "jb setup failed: {}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
+    common::ensure_pyenv();
     let python = root.join("cache/pyenv/bin/python");
     let workers = if std::thread::available_parallelism()
         .map(|n| n.get())

@@ -22,18 +22,7 @@ fn pyenv() -> PathBuf {
 
 /// `jb setup --with ray` on the repository's environment (idempotent, locked).
 fn ensure_ray() {
-    let out = Command::new(jb_bin())
-        .args(["setup", "--with", "ray"])
-        .current_dir(repo_root())
-        .env_remove("JB_CACHE_DIR")
-        .env_remove("JB_PYENV")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "jb setup --with ray: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::setup_repo_pyenv(&["--with", "ray"]);
 }
 
 struct Cluster {

@@ -12,24 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{jb_bin, repo_root, Run};
+use common::{ensure_pyenv, jb_bin, repo_root, Run};
 use serde_json::Value;
-
-/// Create the repository's Python environment once (idempotent, locked).
-fn ensure_pyenv() {
-    let out = Command::new(jb_bin())
-        .arg("setup")
-        .current_dir(repo_root())
-        .env_remove("JB_CACHE_DIR")
-        .env_remove("JB_PYENV")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "jb setup: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -6,22 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{jb_bin, repo_root, Run};
-
-fn ensure_pyenv() {
-    let out = Command::new(jb_bin())
-        .arg("setup")
-        .current_dir(repo_root())
-        .env_remove("JB_CACHE_DIR")
-        .env_remove("JB_PYENV")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "jb setup: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::{ensure_pyenv, jb_bin, repo_root, Run};
 
 fn eval(cache: &std::path::Path, kernel: &str, extra: &[&str]) -> (i32, serde_json::Value) {
     let mut args = vec![

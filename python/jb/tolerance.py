@@ -218,10 +218,12 @@ def leaf_bound(ref: np.ndarray, hi: np.ndarray, emu: np.ndarray | None, rule: Ru
     ulp_rms = _rms(u[finite])
     scale = np.maximum(np.maximum(noise, rule.floor * sigma), u)
     n = int(finite.sum())
-    if emu is not None and n < SMALL_N:
-        # A handful of elements (a scalar loss): the measured noise is one or two draws of the bf16
-        # rounding and can be near zero by chance; floor it at a twentieth of a bf16 ulp.
-        scale = np.maximum(scale, SMALL_N_BF16_FLOOR * ulp(h, "bfloat16"))
+    # A handful of elements (a scalar loss): the measured noise is one or two draws of the bf16
+    # rounding and can be near zero by chance; floor it at a twentieth of a bf16 ulp.
+    bf16_floor = (SMALL_N_BF16_FLOOR * np.where(finite, ulp(h, "bfloat16"), 0.0)
+                  if emu is not None and n < SMALL_N else None)
+    if bf16_floor is not None:
+        scale = np.maximum(scale, bf16_floor)
     bound = rule.k_elem * scale
     if rule.cap is not None:
         bound = np.minimum(bound, rule.cap[0] + rule.cap[1] * np.abs(h))
@@ -231,9 +233,7 @@ def leaf_bound(ref: np.ndarray, hi: np.ndarray, emu: np.ndarray | None, rule: Ru
     # the published bf16 13p program is 5.5x its scalar's noise, within k_elem, and a sum over a
     # few rows (21k, 23k) keeps nearly the whole aggregate bound.
     k_rms = max(rule.k_rms, rule.k_elem / max(n, 1))
-    sig = sigma
-    if emu is not None and n < SMALL_N:
-        sig = max(sigma, SMALL_N_BF16_FLOOR * _rms(ulp(h, "bfloat16")[finite]))
+    sig = sigma if bf16_floor is None else max(sigma, _rms(bf16_floor[finite]))
     rms_bound = min(k_rms * max(sig, 0.5 * ulp_rms), rule.max_rel_rms * _rms(h[finite]))
     return LeafBound(hi=h, bound=bound, rms_bound=rms_bound, sigma=sigma, ulp_rms=ulp_rms, finite=finite)
 

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -98,12 +97,7 @@ fn json_err(e: serde_json::Error) -> JbError {
 impl Store {
     pub fn open(cache_dir: &Path) -> Result<Store> {
         std::fs::create_dir_all(cache_dir).map_err(|e| JbError::io(cache_dir, e))?;
-        let conn = Connection::open(cache_dir.join("jb.sqlite"))?;
-        conn.busy_timeout(Duration::from_secs(60))?;
-        crate::cache::db::retry_busy(|| {
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-        })?;
-        crate::cache::db::retry_busy(|| conn.execute_batch(SCHEMA))?;
+        let conn = crate::cache::db::open_shared(&cache_dir.join("jb.sqlite"), Some(SCHEMA))?;
         Ok(Store {
             conn: Mutex::new(conn),
         })

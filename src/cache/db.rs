@@ -142,8 +142,23 @@ fn json_err(e: serde_json::Error) -> JbError {
     JbError::Cache(format!("bad JSON in the run database: {e}"))
 }
 
+/// Open the run database for use beside other jb processes: a minute's busy timeout, WAL, and
+/// `schema` (if any) created. Switching a new database to WAL takes an exclusive lock for which
+/// SQLite does not call the busy handler: two jb processes opening a fresh cache at once retry.
+pub(crate) fn open_shared(path: &Path, schema: Option<&str>) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(60))?;
+    retry_busy(|| {
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+    })?;
+    if let Some(schema) = schema {
+        retry_busy(|| conn.execute_batch(schema))?;
+    }
+    Ok(conn)
+}
+
 /// Run `f` again while SQLite answers "busy"/"locked" without waiting (up to a minute).
-pub(crate) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         match f() {
@@ -165,13 +180,7 @@ impl Db {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| JbError::io(parent, e))?;
         }
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(60))?;
-        // Switching a new database to WAL takes an exclusive lock for which SQLite does not call
-        // the busy handler: two jb processes opening a fresh cache at once retry here.
-        retry_busy(|| {
-            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-        })?;
+        let conn = open_shared(path, None)?;
         // WAL with synchronous=NORMAL: a commit is not fsynced (a process killed at any point
         // loses nothing committed; a power cut may lose the last commits, whose steps then run
         // again). Closing does not checkpoint: SQLite checkpoints every ~1000 pages instead, so

@@ -600,23 +600,18 @@ impl PythonExecutor {
                 None,
             ),
             Route::Artifact { export_step, files } => {
-                let (dir, export) = match route::materialize(&req.project.cache_dir, &files) {
+                let cache = &req.project.cache_dir;
+                let (dir, imp) = match route::prepare_artifact(
+                    cache,
+                    &cache.join("tmp"),
+                    &export_step,
+                    &files,
+                    args.get("impl"),
+                ) {
                     Ok(d) => d,
-                    Err(e) => {
-                        return StepOutput::infra(
-                            "error",
-                            format!("cannot materialize the export of {export_step}: {e}"),
-                        )
-                    }
+                    Err(o) => return o,
                 };
-                // The rest of the spec (e.g. held-out `variants`) stays as the step gave it.
-                let mut imp = match args.get("impl") {
-                    Some(Value::Object(m)) => m.clone(),
-                    _ => serde_json::Map::new(),
-                };
-                imp.insert("kind".into(), json!("exported"));
-                imp.insert("path".into(), json!(export));
-                args.insert("impl".into(), Value::Object(imp));
+                args.insert("impl".into(), imp);
                 let mut o = self.call_on(
                     op,
                     Value::Object(args),
@@ -626,9 +621,7 @@ impl PythonExecutor {
                     &req.cancel,
                 );
                 drop(dir);
-                if let Value::Object(m) = &mut o.result {
-                    m.insert("exported_from".into(), json!(export_step));
-                }
+                route::mark_artifact(&mut o, &export_step);
                 (o, Some(Trust::Artifact))
             }
             Route::Candidate => {
@@ -783,22 +776,11 @@ impl PythonExecutor {
 
 /// The bytes of the regular files under `dir` (links not followed).
 fn dir_bytes(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                total += m.len();
-            }
-        }
-    }
-    total
+    regular_files(dir)
+        .iter()
+        .filter_map(|(_, p)| p.symlink_metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// The regular files under `dir` (links neither followed nor kept), by path relative to `dir`.

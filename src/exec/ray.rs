@@ -523,32 +523,19 @@ impl RayExecutor {
     ) -> StepOutput {
         // Outside the project: the driver ships a folder that lies elsewhere, by content.
         let tmp = std::env::temp_dir().join("jb-exported");
-        let (dir, export) = match super::route::materialize_in(&req.project.cache_dir, &tmp, files)
-        {
+        let (dir, imp) = match super::route::prepare_artifact(
+            &req.project.cache_dir,
+            &tmp,
+            export_step,
+            files,
+            req.step.params.get("impl"),
+        ) {
             Ok(d) => d,
-            Err(e) => {
-                return StepOutput::infra(
-                    "error",
-                    format!("cannot materialize the export of {export_step}: {e}"),
-                )
-            }
+            Err(o) => return o,
         };
-        let mut imp = match req.step.params.get("impl") {
-            Some(Value::Object(m)) => m.clone(),
-            _ => serde_json::Map::new(),
-        };
-        imp.insert("kind".into(), json!("exported"));
-        imp.insert("path".into(), json!(export));
-        let mut out = self.run_worker_with(req, Some(Value::Object(imp)), false);
+        let mut out = self.run_worker_with(req, Some(imp), false);
         drop(dir);
-        if let Value::Object(m) = &mut out.result {
-            m.insert("exported_from".into(), json!(export_step));
-            // jb's own account of where the code ran; whatever the worker said is overwritten.
-            m.insert(
-                "trust".into(),
-                json!(super::sandbox::Trust::Artifact.as_str()),
-            );
-        }
+        super::route::mark_artifact(&mut out, export_step);
         out
     }
 

@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::DepResult;
+use super::sandbox::Trust;
+use super::{DepResult, StepOutput};
 use crate::cache::Cas;
 use crate::pipeline::{Step, StepKind};
 
@@ -66,17 +67,9 @@ pub fn route(step: &Step, deps: &[DepResult]) -> Route {
     }
 }
 
-/// Restore the export's files from the CAS into a fresh folder under `<cache>/tmp`, read-only;
-/// returns the folder (remove it after the step) and the path of its export directory.
-pub fn materialize(
-    cache_dir: &Path,
-    files: &BTreeMap<String, String>,
-) -> Result<(tempfile::TempDir, PathBuf), String> {
-    materialize_in(cache_dir, &cache_dir.join("tmp"), files)
-}
-
-/// [`materialize`] into a fresh folder under `tmp` (e.g. outside the project, so that the Ray
-/// executor ships it to a node like any file a step names).
+/// Restore the export's files from the CAS into a fresh folder under `tmp` (`<cache>/tmp` locally;
+/// outside the project for the Ray executor, which ships such a folder to a node by content),
+/// read-only; returns the folder (remove it after the step) and the path of its export directory.
 pub fn materialize_in(
     cache_dir: &Path,
     tmp: &Path,
@@ -103,6 +96,40 @@ pub fn materialize_in(
     }
     let export = dir.path().join(EXPORT_DIR);
     Ok((dir, export))
+}
+
+/// Ready a step to judge the export of `export_step`: its files restored under `tmp` (keep the
+/// folder until the step is done) and the step's `impl` rewritten to `{kind: exported, path}`;
+/// the rest of the spec (e.g. held-out `variants`) stays as the step gave it.
+pub fn prepare_artifact(
+    cache_dir: &Path,
+    tmp: &Path,
+    export_step: &str,
+    files: &BTreeMap<String, String>,
+    imp: Option<&Value>,
+) -> Result<(tempfile::TempDir, Value), StepOutput> {
+    let (dir, export) = materialize_in(cache_dir, tmp, files).map_err(|e| {
+        StepOutput::infra(
+            "error",
+            format!("cannot materialize the export of {export_step}: {e}"),
+        )
+    })?;
+    let mut spec = match imp {
+        Some(Value::Object(m)) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    spec.insert("kind".into(), json!("exported"));
+    spec.insert("path".into(), json!(export));
+    Ok((dir, Value::Object(spec)))
+}
+
+/// Record on a judged result which export it judged, and jb's own account of its trust
+/// (whatever the worker said is overwritten).
+pub fn mark_artifact(out: &mut StepOutput, export_step: &str) {
+    if let Value::Object(m) = &mut out.result {
+        m.insert("exported_from".into(), json!(export_step));
+        m.insert("trust".into(), json!(Trust::Artifact.as_str()));
+    }
 }
 
 /// The weakest trust level of a set of results' `trust` fields (`None` when none has one).
@@ -200,12 +227,13 @@ mod tests {
         let cas = Cas::open(cache.path()).unwrap();
         let d = cas.put_bytes(b"{\"programs\": []}").unwrap();
         let files = BTreeMap::from([("export/index.json".to_string(), d)]);
-        let (dir, export) = materialize(cache.path(), &files).unwrap();
+        let (dir, export) =
+            materialize_in(cache.path(), &cache.path().join("tmp"), &files).unwrap();
         let f = export.join("index.json");
         assert_eq!(std::fs::read(&f).unwrap(), b"{\"programs\": []}");
         assert_eq!(f.metadata().unwrap().permissions().mode() & 0o222, 0);
         assert!(dir.path().starts_with(cache.path()));
         let bad = BTreeMap::from([("export/../x".to_string(), "00".to_string())]);
-        assert!(materialize(cache.path(), &bad).is_err());
+        assert!(materialize_in(cache.path(), &cache.path().join("tmp"), &bad).is_err());
     }
 }

@@ -79,3 +79,27 @@ impl TestProject {
         self.command(args).output().expect("run jb").into()
     }
 }
+
+/// `jb setup [extra]` on the repository's own Python environment (idempotent, locked): what the
+/// tests that run real workloads need first.
+pub fn setup_repo_pyenv(extra: &[&str]) {
+    let out = Command::new(jb_bin())
+        .arg("setup")
+        .args(extra)
+        .current_dir(repo_root())
+        .env_remove("JB_CACHE_DIR")
+        .env_remove("JB_PYENV")
+        .output()
+        .expect("run jb setup");
+    assert!(
+        out.status.success(),
+        "jb setup {}: {}",
+        extra.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The repository's Python environment, created once.
+pub fn ensure_pyenv() {
+    setup_repo_pyenv(&[]);
+}

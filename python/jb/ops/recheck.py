@@ -21,9 +21,8 @@ import jax
 from jb import outputs
 from jb.compare import judge
 from jb.ops import common
-from jb.ops.verify import _record_cmp, _reference, _trials, _variant_overrides, derive_seed, make_inputs
+from jb.ops.verify import _record_cmp, _reference, _trials, _variant_overrides, make_inputs, variant_reference
 from jb.tolerance import NoiseModel, rule_of
-from jb.workload import load_workload
 
 
 def _as_reference_tree(reference, leaves):
@@ -63,15 +62,13 @@ def run(args: dict) -> dict:
         ref = _reference(ref_built, noise, make_inputs(wl, base, t["seed"], t["dist"]))
         check(record, ref, outputs.name_of(i))
     for vi, override in enumerate(_variant_overrides(args, wl)):
-        vwl = load_workload(req.args["workload"], req.scale)
-        vwl.module.CONFIG.update(override)
-        vbase = vwl.create_inputs()
-        t = {"seed": derive_seed(master, 1000 + vi), "dist": trials[0]["dist"]}
+        v = variant_reference(req, override, vi, master, trials[0]["dist"])
+        t = v["trial"]
         record = {"seed": t["seed"], "dist": t["dist"], "variant": override, "ok": False,
                   "max_abs_err": None, "max_rel_err": None, "reason": None}
         result["trials"].append(record)
-        vref = _reference(common.build_reference(vwl, vbase, req), NoiseModel(vwl, vbase), make_inputs(vwl, vbase, t["seed"], t["dist"]))
-        check(record, vref, outputs.name_of(0, vi))
+        check(record, v["ref"], outputs.name_of(0, vi))
+        del v
 
     if missing:
         result["status"] = "rejected"

@@ -176,6 +176,23 @@ def _reference(built, noise: NoiseModel, inputs) -> dict:
     return {"ref": ref, "hi": hi, "emu": emu}
 
 
+def variant_reference(req, override, index: int, master: int, dist: str) -> dict:
+    """Held-out variant ``index``: its workload (CONFIG overridden), inputs and reference with its
+    noise, from the evaluation's seed alone (jb.ops.recheck rebuilds exactly the same)."""
+    if not isinstance(override, dict) or not override:
+        raise ValueError(f"a variant must be a non-empty object of CONFIG overrides, got {override!r}")
+    vwl = load_workload(req.args["workload"], req.scale)
+    unknown = set(override) - set(vwl.config)
+    if unknown:
+        raise ValueError(f"variant {override!r}: unknown CONFIG keys {sorted(unknown)}")
+    vwl.module.CONFIG.update(override)
+    vbase = vwl.create_inputs()
+    t = {"seed": derive_seed(master, 1000 + index), "dist": dist}
+    vinputs = make_inputs(vwl, vbase, t["seed"], t["dist"])
+    vref = _reference(common.build_reference(vwl, vbase, req), NoiseModel(vwl, vbase), vinputs)
+    return {"override": override, "wl": vwl, "base": vbase, "trial": t, "ref": vref, "inputs": vinputs}
+
+
 def run(args: dict) -> dict:
     req = common.Request.from_args(args)
     wl = req.workload()
@@ -203,21 +220,9 @@ def run(args: dict) -> dict:
 
     variants = []
     for vi, override in enumerate(_variant_overrides(args, wl)):
-        if not isinstance(override, dict) or not override:
-            raise ValueError(f"a variant must be a non-empty object of CONFIG overrides, got {override!r}")
-        vwl = load_workload(req.args["workload"], req.scale)
-        unknown = set(override) - set(vwl.config)
-        if unknown:
-            raise ValueError(f"variant {override!r}: unknown CONFIG keys {sorted(unknown)}")
-        vwl.module.CONFIG.update(override)
-        vbase = vwl.create_inputs()
-        t = {"seed": derive_seed(master, 1000 + vi), "dist": trials[0]["dist"]}
-        vnoise = NoiseModel(vwl, vbase)
-        vinputs = make_inputs(vwl, vbase, t["seed"], t["dist"])
-        vref = _reference(common.build_reference(vwl, vbase, req), vnoise, vinputs)
-        result["seeds"].append(t["seed"])
-        variants.append({"override": override, "wl": vwl, "base": vbase, "trial": t, "ref": vref, "inputs": vinputs})
-        del vnoise
+        v = variant_reference(req, override, vi, master, trials[0]["dist"])
+        result["seeds"].append(v["trial"]["seed"])
+        variants.append(v)
 
     # 2. Snapshot the harness, then import the implementation.
     snapshot = guard.baseline()
