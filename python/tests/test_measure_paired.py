@@ -92,13 +92,29 @@ def test_paired_stops_on_budget(tmp_path):
     assert r["speedup_vs_xla"]["stop"] == "budget"
 
 
-def test_paired_never_times_more_iterations_than_a_separate_step():
+def test_paired_never_costs_more_than_separate_steps():
     r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": {"kind": "xla"},
-                     "pair": [{"kind": "xla"}], "warmup": 0, "round_iters": 2, "iters": 7,
-                     "min_rounds": 100, "budget_s": 600})
+                     "pair": [{"kind": "xla"}], "warmup": 2, "round_iters": 2, "iters": 7,
+                     "step_overhead_s": 0.0, "min_rounds": 2, "budget_s": 600, "target": -1.0})
     p = r["paired"]
-    assert p["stop"] == "budget" and p["budget_spent"] == "iterations"
-    assert p["rounds"] == 3 and len(r["samples_ms"]) == 6 <= 7
+    assert p["stop"] == "budget" and p["budget_spent"] == "cost"
+    # The timed rounds stop before the next one would pass 7 iterations of each program (their
+    # estimated time): the rounds' own time is within the budget plus at most one round.
+    assert p["timed_s"] <= p["cost_budget_s"] * (1 + 1 / p["rounds"]) + 1e-3
+    assert p["round_iters_by_role"] == {"impl": 2, "xla": 2}
+
+
+def test_round_plan_balances_time_and_fits_the_budget():
+    # A 200 ms interpret-mode kernel beside a 20 ms reference: the reference gets ten a round.
+    k, budget = profile.plan_rounds([0.2, 0.02], iters=50, min_rounds=6, step_overhead_s=1.0)
+    assert k == [1, 10] and budget == pytest.approx(50 * 0.22 + 1.0)
+    # Microsecond programs: as many as make a round of round_s, capped.
+    k, _ = profile.plan_rounds([1e-5, 2e-5, 4e-5], iters=50, min_rounds=6)
+    assert k == [profile.MAX_ROUND_ITERS] * 3
+    # A tight budget cuts the iterations so that min_rounds rounds fit, never below one.
+    k, budget = profile.plan_rounds([0.2, 0.01], iters=6, min_rounds=6, step_overhead_s=0.0)
+    assert k[0] == 1 and 1 <= k[1] < 20 and 6 * (0.2 * k[0] + 0.01 * k[1]) <= budget + 1e-9
+    assert profile.plan_rounds([0.2, 0.01], iters=6, min_rounds=6, fixed=3)[0] == [3, 3]
 
 
 def test_unavailable_pair_program_is_skipped_not_fatal():

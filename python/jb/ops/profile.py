@@ -7,16 +7,19 @@ first session in a process costs +15-30 %). Then one trace session holds every t
 
 * alone (no ``pair``): ``iters`` iterations (default 50), as one round;
 * paired (``pair``: a list of impl specs, e.g. ``[{"kind": "xla"}, {"kind": "baseline", ...}]``):
-  alternating rounds of ``round_iters`` iterations per program, the order rotated each round
-  (default: as many iterations as make a round last about ``round_s`` = 0.05 s, from the warmup
-  times, between 1 and 20: slow interpret-mode kernels get one iteration a round and so more
-  rounds within the budget, microsecond programs enough iterations to average out timer noise) (A B C, C A B, B C A, ...), every program on the same input sets in the same order. After
-  ``min_rounds`` rounds (default 6) the rounds stop when every speedup's bootstrap 95 % interval
-  (jb.stats; from the live host wall-clock rounds) has a half-width of at most ``target`` (default
-  2 %) of the speedup (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s``
-  seconds (default 20) of timed rounds, or ``iters`` timed iterations of each program (default 50,
-  what a separate profile step times: so a paired measurement never costs more than the separate
-  steps it replaces; ``paired.budget_spent`` says which), or at ``max_rounds`` (default 200).
+  alternating rounds, the order rotated each round (A B C, C A B, B C A, ...), every program on the
+  same input sets. Each program gets about the same time in a round (``plan_rounds``, from its
+  warmup times): one iteration of the slowest program, as many of a faster one as take as long
+  (at most 20; ``round_s`` = 0.05 s a round when every program is fast), so that a fast XLA
+  reference beside a slow interpret-mode kernel is timed ten times a round instead of once, at
+  little cost; ``round_iters`` fixes the count for every program. After ``min_rounds`` rounds
+  (default 6) the rounds stop when every speedup's bootstrap 95 % interval (jb.stats; from the live
+  host wall-clock rounds) has a half-width of at most ``target`` (default 2 %) of the speedup
+  (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s`` seconds (default
+  20) of timed rounds (``budget_spent: "time"``), or the cost of the separate profile steps it
+  replaces (``"cost"``): ``iters`` (default 50) iterations of each program at its warmup time, plus
+  ``step_overhead_s`` (1 s, a separate step's measured fixed cost) for each step saved; or at
+  ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
 
 The trace is parsed by jb.trace per program (each program is compiled under its own module name,
 ``jit_jb_<role>``): device-plane module events on TPU/GPU, thunk events grouped by run_id on
@@ -77,6 +80,11 @@ _profiler_trace = jax.profiler.trace
 
 ROUND_S = 0.05
 MAX_ROUND_ITERS = 20
+# What a separate profile step costs beyond its timed iterations on a warm judge (dispatch, build,
+# warmup, two trace sessions, parsing): 0.96 s (tiny) and 1.26 s (cpu) on average over the run
+# database's unpaired profile steps on the 2-core development machine. A paired measurement of n
+# programs replaces n such steps by one, so its timed rounds may use that much more time.
+STEP_OVERHEAD_S = 1.0
 MIN_ROUNDS = 6
 MAX_ROUNDS = 200
 BUDGET_S = 20.0
@@ -222,6 +230,34 @@ def _round_times(samples: list[float], rounds: list[list[int]]) -> list[float | 
     return out
 
 
+def plan_rounds(per_iter_s: list[float], iters: int, min_rounds: int, *, round_s: float = ROUND_S,
+                step_overhead_s: float = STEP_OVERHEAD_S, fixed: int | None = None) -> tuple[list[int], float]:
+    """Iterations per round of each program and the cost budget (seconds) of the timed rounds.
+
+    Each program gets about the same time in a round, at least one iteration of the slowest
+    (``round_s`` in all when every program is fast): a fast reference beside a slow interpret-mode
+    kernel gets several iterations a round, whose median is far less noisy than one, at little cost.
+    The budget is what separate profile steps of the same programs would spend: ``iters``
+    iterations each plus their fixed cost (``step_overhead_s`` for each step the pairing saves).
+    Iterations are cut (never below one) so that ``min_rounds`` rounds fit in it.
+    """
+    t = [max(float(x), 1e-9) for x in per_iter_s]
+    n = len(t)
+    budget = iters * sum(t) + (n - 1) * step_overhead_s
+    if fixed is not None:
+        return [fixed] * n, budget
+    slot = max(max(t), round_s / n)
+    k = [max(1, min(MAX_ROUND_ITERS, round(slot / x))) for x in t]
+    per_round = sum(ki * ti for ki, ti in zip(k, t))
+    if per_round * min_rounds > budget:
+        # One iteration each is the minimum; the time left in a round goes to the extra ones.
+        extra_time = budget / min_rounds - sum(t)
+        extra_wanted = sum((ki - 1) * ti for ki, ti in zip(k, t))
+        f = max(0.0, extra_time) / extra_wanted
+        k = [1 + int((ki - 1) * f) for ki in k]
+    return k, budget
+
+
 def _live_converged(programs: list[Program], target: float) -> bool:
     impl = programs[0]
     impl_rounds = _round_times(impl.wall, impl.rounds)
@@ -244,8 +280,6 @@ def run(args: dict) -> dict:
     fixed_round_iters = args.get("round_iters")
     switch_warmup = bool(args.get("switch_warmup", False))
     round_iters = int(fixed_round_iters) if fixed_round_iters is not None else 1
-    if not paired:
-        round_iters = iters
     min_rounds = int(args.get("min_rounds", MIN_ROUNDS))
     max_rounds = int(args.get("max_rounds", MAX_ROUNDS)) if paired else 1
     budget_s = float(args.get("budget_s", BUDGET_S))
@@ -356,21 +390,28 @@ def run(args: dict) -> dict:
     elapsed = 0.0
     try:
         try:
-            per_iter_s = []
+            per_iter_s = []  # per program: the median of its settled warmup runs and the throwaway run
             for p in programs:
+                times = []
                 for i in range(warmup):
+                    t0 = _perf_counter()
                     common.run(p.built, sets[i % n_sets])
+                    times.append(_perf_counter() - t0)
+                per_iter_s.append(times[len(times) // 2:])
             with _profiler_trace(str(scratch / "throwaway")):
-                for p in programs:
+                for p, times in zip(programs, per_iter_s):
                     t0 = _perf_counter()
                     common.run(p.built, sets[0])
-                    per_iter_s.append(_perf_counter() - t0)
-            if paired and fixed_round_iters is None:
-                round_s = float(args.get("round_s", ROUND_S))
-                round_iters = max(1, min(MAX_ROUND_ITERS, int(round_s / max(sum(per_iter_s), 1e-9))))
-                # The iteration budget must leave room for min_rounds rounds (an interval from
-                # two ratios says nothing).
-                round_iters = max(1, min(round_iters, iters // min_rounds))
+                    times.append(_perf_counter() - t0)
+            per_iter_s = [float(np.median(t)) for t in per_iter_s]
+            if paired:
+                plan = plan_rounds(per_iter_s, iters, min_rounds,
+                                   round_s=float(args.get("round_s", ROUND_S)),
+                                   step_overhead_s=float(args.get("step_overhead_s", STEP_OVERHEAD_S)),
+                                   fixed=int(fixed_round_iters) if fixed_round_iters is not None else None)
+                round_iters_of, cost_budget_s = plan
+            else:
+                round_iters_of, cost_budget_s = [iters], math.inf
             gc.collect()
             trace_dir = scratch / "timed"
             with _profiler_trace(str(trace_dir)):
@@ -389,10 +430,10 @@ def run(args: dict) -> dict:
                             # did not remove the one switching effect measured here (1p's XLA
                             # program at 4.4 or 8.7 ms per invocation beside an interpret-mode
                             # kernel, whatever the block size).
-                            common.block(p.built(*sets[(r * round_iters) % n_sets]))
+                            common.block(p.built(*sets[r % n_sets]))
                             p.runs += 1
-                        for it in range(round_iters):
-                            s = (r * round_iters + it) % n_sets
+                        for it in range(round_iters_of[j]):
+                            s = (r + it) % n_sets
                             inputs = sets[s]
                             t0 = _perf_counter()
                             out = p.built(*inputs)
@@ -424,8 +465,11 @@ def run(args: dict) -> dict:
                     if elapsed >= budget_s:
                         stop, budget_spent = "budget", "time"
                         break
-                    if len(main.wall) + round_iters > iters:
-                        stop, budget_spent = "budget", "iterations"
+                    timed_s = sum(sum(q.wall) for q in programs) / 1e3
+                    if r >= min_rounds and timed_s + timed_s / r > cost_budget_s:
+                        # The next round would take the timed work past what separate profile
+                        # steps of these programs would cost.
+                        stop, budget_spent = "budget", "cost"
                         break
                     if r >= max_rounds:
                         stop = "max_rounds"
@@ -492,7 +536,10 @@ def run(args: dict) -> dict:
                           **jbstats.summary(p.samples), "wall_median_ms": common.stats(p.wall)["median_ms"],
                           "round_ms": _round_times(p.samples, p.rounds)}
                          for p in programs],
-            "rounds": len(main.rounds), "round_iters": round_iters, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
+            "rounds": len(main.rounds), "round_iters": round_iters_of[0],
+            "round_iters_by_role": {p.role: k for p, k in zip(programs, round_iters_of)},
+            "per_iter_ms_estimate": {p.role: t * 1e3 for p, t in zip(programs, per_iter_s)},
+            "cost_budget_s": cost_budget_s, "timed_s": sum(sum(q.wall) for q in programs) / 1e3, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
             "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
             "max_rounds": max_rounds, "timing_source": source, "ratios": ratios, "skipped": skipped,
         }

@@ -11,7 +11,10 @@ it), the trust level and the wall time of the ``jb eval`` call.
 
 With ``--repeat N`` every file is evaluated N times with ``--remeasure`` after the first: the row
 then gives, for the paired speedup (each run's own measurement) and for the unpaired ratio, the
-spread (max - min over the median) and the mean relative width of the paired intervals.
+spread (max - min over the median) and the mean relative width of the paired intervals; the
+spread of the speedup jb answers after each run (pooled over the runs so far, with the last
+value); and the spread of the hand-tuned kernel's paired speedup over XLA, from the same rounds
+(read from the run database in ``$JB_CACHE_DIR``, default ``cache/``).
 
 This is a measuring tool, not a test: it changes nothing and asserts nothing. ``--json FILE`` keeps
 every raw ``jb eval --json`` answer.
@@ -74,6 +77,28 @@ def speedup_of(out: dict) -> tuple[float | None, list | None, float | None]:
     return point, ci, unpaired
 
 
+def pooled_of(out: dict) -> float | None:
+    """The speedup jb reports after this run (pooled over every measurement of the key)."""
+    return ((out.get("measurement") or {}).get("vs_xla") or {}).get("speedup")
+
+
+def handtuned_vs_xla(out: dict, db: pathlib.Path | None) -> float | None:
+    """The hand-tuned kernel's speedup over XLA inside this run's paired measurement: the median
+    over rounds of t_xla / t_handtuned (both timed in the candidate's interleaved rounds)."""
+    key = (out.get("kernel") or {}).get("key")
+    if not key or db is None or not db.is_file():
+        return None
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+        row = con.execute("select result from actions where key = ?", (key,)).fetchone()
+    if not row:
+        return None
+    rounds = {p["role"]: p.get("round_ms") or [] for p in (json.loads(row[0]).get("paired") or {}).get("programs", [])}
+    pairs = [x / h for x, h in zip(rounds.get("xla", []), rounds.get("handtuned", [])) if x and h]
+    return statistics.median(pairs) if pairs else None
+
+
 def fmt(x, digits=3) -> str:
     return "-" if x is None else f"{x:.{digits}g}"
 
@@ -102,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|---|---|---|")
     else:
         print(f"| file | workload | status | paired speedups ({args.repeat} runs) | paired spread | mean CI width | "
+              "pooled (jb's answer) spread | hand-tuned vs XLA, paired: spread | "
               "unpaired ratios | unpaired spread | wall s (first, later) |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cache = os.environ.get("JB_CACHE_DIR")
+    db = pathlib.Path(cache) / "jb.sqlite" if cache else pathlib.Path("cache/jb.sqlite")
     mismatches = 0
     for path in args.files:
         workload = target_of(path)
@@ -115,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.repeat):
             extra = list(args.eval_arg) + (["--remeasure"] if i > 0 else [])
             out, wall = run_eval(args.jb, path, workload, args.scale, extra)
+            out["_handtuned_vs_xla"] = handtuned_vs_xla(out, db)
             runs.append((out, wall))
             if raw:
                 raw.write(json.dumps({"file": str(path), "run": i, "wall_s": wall, "result": out}) + "\n")
@@ -135,9 +164,17 @@ def main(argv: list[str] | None = None) -> int:
             widths = [(c[1] - c[0]) / p for p, c, _ in sp if p and c and None not in c]
             unp = [u for _, _, u in sp if u is not None]
             walls = [w for _, w in runs]
+            pooled = [x for x in (pooled_of(o) for o, _ in runs) if x is not None]
+            ht = [x for x in (o.get("_handtuned_vs_xla") for o, _ in runs) if x is not None]
+
+            def pct(v):
+                return fmt(100 * spread(v), 2) + " %" if spread(v) is not None else "-"
+
             print(f"| {name} | {workload} | {status} | {', '.join(fmt(p) for p in points)} | "
-                  f"{fmt(100 * spread(points), 2) + ' %' if spread(points) is not None else '-'} | "
+                  f"{pct(points)} | "
                   f"{fmt(100 * statistics.mean(widths), 2) + ' %' if widths else '-'} | "
+                  f"{pct(pooled)} ({fmt(pooled[-1]) if pooled else '-'}) | "
+                  f"{pct(ht)} ({', '.join(fmt(x) for x in ht) or '-'}) | "
                   f"{', '.join(fmt(u) for u in unp)} | "
                   f"{fmt(100 * spread(unp), 2) + ' %' if spread(unp) is not None else '-'} | "
                   f"{walls[0]:.1f}, {statistics.mean(walls[1:]):.1f} |", flush=True)
