@@ -148,7 +148,7 @@ fn failure_exit_code_and_keep_going() {
     let p = TestProject::new();
     p.write(
         "pipelines/f.yaml",
-        "steps:\n  bad:\n    kind: command\n    run: exit 3\n  after:\n    kind: command\n    needs: [bad]\n    run: echo never\n  other:\n    kind: command\n    run: sleep 0.2\n",
+        "steps:\n  bad:\n    kind: command\n    run: \"echo to stdout; echo why it failed >&2; exit 3\"\n  after:\n    kind: command\n    needs: [bad]\n    run: echo never\n  other:\n    kind: command\n    run: sleep 0.2\n",
     );
     let r = p.jb(&["build", "-j", "1", "--json"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -164,6 +164,13 @@ fn failure_exit_code_and_keep_going() {
             .map(|s| s["status"].clone())
     };
     assert_eq!(status("f/bad").unwrap(), "failed");
+    let bad = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "f/bad")
+        .unwrap();
+    assert_eq!(bad["result"]["stderr_tail"], "why it failed", "{bad}");
     assert_eq!(status("f/after").unwrap(), "skipped");
     assert_eq!(status("f/other").unwrap(), "ok");
 }

@@ -11,6 +11,7 @@ pub mod persist;
 pub mod progress;
 pub mod reporter;
 pub mod run;
+pub mod step_dirs;
 pub mod walker;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -202,6 +203,8 @@ struct BuildState<'a> {
     persister: Persister<'a>,
     reporter: Reporter,
     cancel: CancelFlag,
+    /// The steps' scratch folders, reused.
+    dirs: step_dirs::StepDirs,
     /// No new step is decided or started (a failure without --keep-going, or Ctrl-C).
     stop: bool,
 }
@@ -236,16 +239,14 @@ impl Engine {
         set: &PipelineSet,
         step: &Step,
         key: &str,
-        known: &HashMap<usize, Known>,
         opts: &BuildOptions,
-        cancel: &CancelFlag,
+        st: &BuildState<'_>,
     ) -> Result<StepRequest> {
-        let tmp = self.cache.dir.join("tmp");
-        let out_dir = tempfile::Builder::new()
-            .prefix("step-")
-            .tempdir_in(&tmp)
-            .map_err(|e| JbError::io(&tmp, e))?
-            .keep();
+        let (known, cancel) = (&st.known, &st.cancel);
+        let out_dir = st
+            .dirs
+            .take()
+            .map_err(|e| JbError::io(self.cache.dir.join("tmp"), e))?;
         let deps = step
             .deps
             .iter()
@@ -363,6 +364,7 @@ impl Engine {
             persister: Persister::new(&self.cache.db, &opts.command, &fingerprint)?,
             reporter: Reporter::new(opts.progress, order.len()),
             cancel: CancelFlag::default(),
+            dirs: step_dirs::StepDirs::new(&self.cache.dir.join("tmp")),
             stop: false,
         };
         let mut interrupted = false;
@@ -557,7 +559,7 @@ impl Engine {
             };
             let r = st.runnable.remove(i).expect("index in range");
             st.reporter.started(&step.id, &r.reason);
-            let request = self.request(set, step, &r.key, &st.known, opts, &st.cancel)?;
+            let request = self.request(set, step, &r.key, opts, st)?;
             let task = Task {
                 idx: r.idx,
                 key: r.key,
@@ -586,7 +588,7 @@ impl Engine {
         let step = &set.steps[finished.idx];
         let out = match finished.outcome {
             TaskOutcome::FoundCached(rec) => {
-                let _ = std::fs::remove_dir_all(&finished.out_dir);
+                st.dirs.give_back(finished.out_dir);
                 return self.settle_cached(
                     step,
                     finished.idx,
@@ -602,7 +604,7 @@ impl Engine {
         let ms = finished.duration_ms;
         // The step's files are moved into the CAS before its folder goes.
         let stored = self.store(step, &finished.key, &finished.comps, &out, ms);
-        let _ = std::fs::remove_dir_all(&finished.out_dir);
+        st.dirs.give_back(finished.out_dir);
         let stored = stored?;
         st.persister.ran(
             stored.record,

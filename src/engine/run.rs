@@ -74,8 +74,7 @@ impl Task {
     fn locked_execute(&self) -> (TaskOutcome, Option<FileLock>, f64) {
         let req = &self.request;
         let cancelled = || TaskOutcome::Ran(StepOutput::infra("cancelled", "interrupted"));
-        let key_path = locks::key_lock_path(&self.cache.dir, &self.key);
-        let key_lock = match locks::acquire(&key_path, &req.cancel) {
+        let key_lock = match locks::acquire_key(&self.cache.dir, &self.key, &req.cancel) {
             Ok(Acquired::Cancelled) => return (cancelled(), None, 0.0),
             Ok(a) => a.into_lock(),
             Err(e) => return (TaskOutcome::Ran(lock_error("step", e)), None, 0.0),

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 
 use super::child::{self, Ended};
+use super::stderr_tail::StderrTail;
 use super::{StepOutput, StepRequest};
 
 pub fn run(req: &StepRequest) -> StepOutput {
@@ -15,23 +16,17 @@ pub fn run(req: &StepRequest) -> StepOutput {
         return StepOutput::new("failed", json!({"reasons": ["command step without `run`"]}));
     };
     let root = &req.project.root;
-    let stderr_path = req.out_dir.join(".stderr");
-    let stdout_path = req.out_dir.join(".stdout");
-    let (Ok(out), Ok(err)) = (
-        std::fs::File::create(&stdout_path),
-        std::fs::File::create(&stderr_path),
-    ) else {
-        return StepOutput::infra(
-            "error",
-            format!("cannot create log files in {}", req.out_dir.display()),
-        );
-    };
     for o in &req.step.outputs {
         if let Some(parent) = root.join(o).parent() {
             let _ = std::fs::create_dir_all(parent);
         }
     }
-    let mut cmd = Command::new("sh");
+    // The shell by its path (as make does): no search of PATH in every step's child.
+    let mut cmd = Command::new(if Path::new("/bin/sh").exists() {
+        "/bin/sh"
+    } else {
+        "sh"
+    });
     // The step's variables, also as environment variables (`"$JB_VAR_workload"`): the `run:`
     // text has them shell-quoted already (see `pipeline::template::fill_shell`).
     for (k, v) in &req.step.vars {
@@ -50,21 +45,18 @@ pub fn run(req: &StepRequest) -> StepOutput {
         .env("JB_SCALE", &req.scale)
         .env("JB_BACKEND", &req.backend)
         .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
+        // stdout is not kept (it never was); the end of stderr is, for a failure's report.
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .process_group(0);
     let start = std::time::Instant::now();
-    let child = match cmd.spawn() {
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return StepOutput::infra("error", format!("cannot start `sh`: {e}")),
     };
+    let stderr = StderrTail::start(child.stderr.take().expect("piped stderr"));
     let ended = child::wait(child, req.timeout, req.memory_mb, &req.cancel);
     let duration_ms = start.elapsed().as_secs_f64() * 1e3;
-    let tail = |p: &std::path::Path| {
-        let text = std::fs::read_to_string(p).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
-    };
     match ended {
         Ended::Exited(status) if status.success() => {
             let mut files = BTreeMap::new();
@@ -101,7 +93,7 @@ pub fn run(req: &StepRequest) -> StepOutput {
             json!({
                 "exit_code": status.code(),
                 "reasons": [format!("command exited with {status}")],
-                "stderr_tail": tail(&stderr_path),
+                "stderr_tail": stderr.lines(20, std::time::Duration::from_secs(1)),
                 "duration_ms": duration_ms,
             }),
         ),

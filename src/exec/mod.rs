@@ -14,6 +14,7 @@ pub mod results;
 pub mod route;
 pub mod sandbox;
 pub mod status;
+pub mod stderr_tail;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
