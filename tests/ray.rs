@@ -309,17 +309,23 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         assert_eq!(status, want, "{step}");
     }
     let steps = on_ray.json()["steps"].as_array().unwrap().clone();
-    // A candidate's export step (its own code) runs on this machine, in the local sandbox; every
-    // other worker step runs on a cluster node, the candidate's compile/verify/profile on its
-    // exported program (`trust: artifact`).
+    // Every worker step runs on a cluster node: a candidate's export step (its own code) as a
+    // sandboxed Ray task (`trust: sandboxed`), its compile/verify/profile on its exported
+    // program (`trust: artifact`).
     let remote = |s: &&Value| s["result"]["ray"]["node_id"].is_string();
     let export = |s: &&Value| s["step"].as_str().is_some_and(|id| id.contains("/export["));
     let (exports, others): (Vec<&Value>, Vec<&Value>) = steps.iter().partition(export);
     assert!(!exports.is_empty(), "{steps:?}");
-    assert!(
-        !exports.iter().any(remote),
-        "no export step ran on a cluster node"
-    );
+    for e in &exports {
+        assert!(remote(e), "the export ran on a cluster node: {e:#}");
+        assert_eq!(e["result"]["trust"], "sandboxed", "{e:#}");
+        assert!(
+            e["result"]["ray"]["sandbox"]
+                .as_str()
+                .is_some_and(|b| b.ends_with("bwrap")),
+            "in the node's bubblewrap: {e:#}"
+        );
+    }
     assert!(
         others.iter().all(remote),
         "every other worker step ran on a cluster node"
@@ -337,6 +343,35 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         judged.iter().all(|s| s["result"]["trust"] == "artifact"),
         "candidate steps on the cluster judge the exported program: {judged:?}"
     );
+    // A local build of the candidates' export and compile steps in a fresh cache computes the
+    // same keys: the export's files are the same bytes wherever it ran (the compile step's key
+    // holds them), and the statuses agree.
+    let fresh = tempfile::tempdir().unwrap();
+    let targets: Vec<String> = steps
+        .iter()
+        .filter_map(|s| s["step"].as_str())
+        .filter(|id| id.starts_with("eval/compile["))
+        .map(str::to_string)
+        .collect();
+    assert!(!targets.is_empty(), "{steps:?}");
+    let mut local_args = vec![
+        "--scale",
+        "tiny",
+        "--pyenv",
+        pyenv,
+        "--cache-dir",
+        fresh.path().to_str().unwrap(),
+        "build",
+        "--json",
+    ];
+    local_args.extend(targets.iter().map(String::as_str));
+    let here = run(jb_local(&root, &local_args));
+    assert_eq!(here.code, 0, "{}", here.stderr);
+    let here = keys_and_statuses(&here);
+    for (step, ks) in &here {
+        assert_eq!(Some(ks), r.get(step), "{step}: local vs cluster");
+    }
+    assert!(here.keys().any(|s| s.contains("/export[")), "{here:?}");
     let again = run(jb_local(&root, &args));
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(
