@@ -357,6 +357,13 @@ impl Sandbox {
         program: &Path,
         args: &[&str],
     ) -> Command {
+        // Its folder as bound (a link to the environment, say `cache/pyenv` pointing elsewhere,
+        // is not there); the file itself stays a link (a venv's python must be called by its
+        // own path).
+        let program = match (program.parent(), program.file_name()) {
+            (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => canon(dir).join(name),
+            _ => program.to_path_buf(),
+        };
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(self.bwrap_args(scratch, cwd, env))
             .arg("--")
