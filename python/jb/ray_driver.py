@@ -3,7 +3,7 @@
 jb (Rust) keeps planning, keys, the cache and the run database; it starts this process and sends it
 the steps that must run, one JSON object per line on stdin::
 
-    {"id": 7, "op": "worker"|"command"|"fingerprint"|"nodes", "args": {...}}
+    {"id": 7, "op": "worker"|"sandboxed"|"command"|"fingerprint"|"nodes", "args": {...}}
 
 and reads one JSON line per answer on stdout (answers come in completion order, matched by id)::
 
@@ -13,7 +13,9 @@ First line: ``{"event": "ready", ...}`` once connected, or ``{"event": "error", 
 
 Where steps run: Python worker ops (compile, verify, profile, ...) and ``command`` steps that hold
 a device go to judges (``jb.ray_node.Judge`` actors, one per unit of the device resource, or
-``--cpu-slots`` per node on a cluster without it); other ``command`` steps are plain Ray tasks.
+``--cpu-slots`` per node on a cluster without it); other ``command`` steps are plain Ray tasks;
+candidate code (``sandboxed``: the export stage) is a Ray task that runs a fresh worker in jb's
+bubblewrap sandbox on the node (``jb.ray_sandbox``; the policy comes from jb with the request).
 Files travel by content hash (``jb.ray_node``). A judge lost with its node: the step is sent to
 another judge (at most ``--max-attempts`` tries in all) and a replacement judge is requested; Ray
 retries a lost command task itself (``max_retries``).
