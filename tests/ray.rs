@@ -128,6 +128,23 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Add a worker node (`NAME:RESOURCES_JSON|ENV_JSON`, see tests/ray_cluster.py); its node id.
+    fn add(&mut self, spec: &str) -> String {
+        writeln!(self.stdin, "add {spec}").unwrap();
+        self.stdin.flush().unwrap();
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("no answer to add");
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some("added"), "{line}");
+        let (name, id) = (words.next().unwrap(), words.next().unwrap());
+        self.nodes.insert(id.to_string(), name.to_string());
+        id.to_string()
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = writeln!(self.stdin, "quit");
@@ -202,6 +219,12 @@ fn command_project() -> TestProject {
     p
 }
 
+/// The cluster tests take turns (two clusters at once would crowd a small machine).
+fn one_cluster_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn jb_local(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(jb_bin());
     c.args(args)
@@ -266,6 +289,7 @@ fn unreachable_cluster_exits_3_naming_the_address() {
 #[test]
 fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
     ensure_ray();
+    let _one_cluster = one_cluster_at_a_time();
     let marks = tempfile::tempdir().unwrap();
     let attempts = marks.path().join("attempts");
     let mut cluster = Cluster::start(
@@ -309,17 +333,23 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         assert_eq!(status, want, "{step}");
     }
     let steps = on_ray.json()["steps"].as_array().unwrap().clone();
-    // A candidate's export step (its own code) runs on this machine, in the local sandbox; every
-    // other worker step runs on a cluster node, the candidate's compile/verify/profile on its
-    // exported program (`trust: artifact`).
+    // Every worker step runs on a cluster node: a candidate's export step (its own code) as a
+    // sandboxed Ray task (`trust: sandboxed`), its compile/verify/profile on its exported
+    // program (`trust: artifact`).
     let remote = |s: &&Value| s["result"]["ray"]["node_id"].is_string();
     let export = |s: &&Value| s["step"].as_str().is_some_and(|id| id.contains("/export["));
     let (exports, others): (Vec<&Value>, Vec<&Value>) = steps.iter().partition(export);
     assert!(!exports.is_empty(), "{steps:?}");
-    assert!(
-        !exports.iter().any(remote),
-        "no export step ran on a cluster node"
-    );
+    for e in &exports {
+        assert!(remote(e), "the export ran on a cluster node: {e:#}");
+        assert_eq!(e["result"]["trust"], "sandboxed", "{e:#}");
+        assert!(
+            e["result"]["ray"]["sandbox"]
+                .as_str()
+                .is_some_and(|b| b.ends_with("bwrap")),
+            "in the node's bubblewrap: {e:#}"
+        );
+    }
     assert!(
         others.iter().all(remote),
         "every other worker step ran on a cluster node"
@@ -337,6 +367,35 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         judged.iter().all(|s| s["result"]["trust"] == "artifact"),
         "candidate steps on the cluster judge the exported program: {judged:?}"
     );
+    // A local build of the candidates' export and compile steps in a fresh cache computes the
+    // same keys: the export's files are the same bytes wherever it ran (the compile step's key
+    // holds them), and the statuses agree.
+    let fresh = tempfile::tempdir().unwrap();
+    let targets: Vec<String> = steps
+        .iter()
+        .filter_map(|s| s["step"].as_str())
+        .filter(|id| id.starts_with("eval/compile["))
+        .map(str::to_string)
+        .collect();
+    assert!(!targets.is_empty(), "{steps:?}");
+    let mut local_args = vec![
+        "--scale",
+        "tiny",
+        "--pyenv",
+        pyenv,
+        "--cache-dir",
+        fresh.path().to_str().unwrap(),
+        "build",
+        "--json",
+    ];
+    local_args.extend(targets.iter().map(String::as_str));
+    let here = run(jb_local(&root, &local_args));
+    assert_eq!(here.code, 0, "{}", here.stderr);
+    let here = keys_and_statuses(&here);
+    for (step, ks) in &here {
+        assert_eq!(Some(ks), r.get(step), "{step}: local vs cluster");
+    }
+    assert!(here.keys().any(|s| s.contains("/export[")), "{here:?}");
     let again = run(jb_local(&root, &args));
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(
@@ -463,3 +522,276 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
         "the judges' fingerprint: {v:#}"
     );
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.file_name().is_some_and(|n| n == "__pycache__") {
+            continue;
+        }
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// A project with workload 12p and an `export` step for every file in `candidates/`.
+fn export_project() -> TestProject {
+    let p = TestProject::new();
+    copy_dir(
+        &repo_root().join("workloads/12p_RMSNorm"),
+        &p.path().join("workloads/12p_RMSNorm"),
+    );
+    p.write(
+        "pipelines/x.yaml",
+        r#"steps:
+  export:
+    kind: export
+    foreach: [{match: "candidates/{candidate}.py"}]
+    params:
+      workload: "workloads/12p_RMSNorm"
+      impl: {kind: candidate, path: "candidates/{candidate}.py"}
+    timeout: 300
+"#,
+    );
+    p
+}
+
+/// The `jb build --json` summary's step whose id contains `needle`.
+fn step_of(r: &Run, needle: &str) -> Value {
+    r.json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"].as_str().unwrap().contains(needle))
+        .cloned()
+        .unwrap_or_else(|| panic!("no step {needle} in {}", r.stdout))
+}
+
+/// Command lines of processes that mention `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(raw) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if cmd.contains(needle) && !cmd.contains("ray_cluster.py") {
+                out.push(cmd);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn candidate_code_on_the_cluster_is_sandboxed_contained_and_never_unsandboxed() {
+    ensure_ray();
+    let _one_cluster = one_cluster_at_a_time();
+    let dirs = tempfile::tempdir().unwrap();
+    let node_dir = |name: &str| dirs.path().join(name);
+    let spec = |name: &str, res: &str, env: Value| format!("{name}:{res}|{env}");
+    // Only `bw` has a CPU for sandboxed tasks (the device node's judge needs none), and a secret
+    // in its environment; each node keeps its files in its own folder.
+    let bw = spec(
+        "bw",
+        r#"{"CPU": 1}"#,
+        serde_json::json!({"JB_RAY_NODE_DIR": node_dir("bw"), "OPENAI_API_KEY": "secret-planted-on-node"}),
+    );
+    let mut cluster = Cluster::start(
+        &[r#"head:{"CPU": 0}"#, r#"dev:{"CPU": 0, "device": 1}"#, &bw],
+        &[],
+    );
+    let bw_id = cluster
+        .nodes
+        .iter()
+        .find(|(_, n)| *n == "bw")
+        .map(|(id, _)| id.clone())
+        .unwrap();
+    let pyenv = pyenv();
+    let pyenv = pyenv.to_str().unwrap();
+    let p = export_project();
+    let adversarial = repo_root().join("examples/adversarial");
+    std::fs::create_dir_all(p.path().join("candidates")).unwrap();
+    for name in ["trust_write_files", "trust_env_network"] {
+        std::fs::copy(
+            adversarial.join(format!("{name}.py")),
+            p.path().join(format!("candidates/{name}.py")),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let workload_before = p.read("workloads/12p_RMSNorm/workload.py");
+    // A listener in the cluster's network namespace, where the attack sends what it found.
+    let mut listener = Command::new("nsenter")
+        .arg(format!("--net=/proc/{}/ns/net", cluster.child.id()))
+        .arg("--")
+        .arg(pyenv_python())
+        .args(["-c", LISTENER])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut heard = BufReader::new(listener.stdout.take().unwrap());
+    let mut first = String::new();
+    heard.read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "LISTENING");
+    let build = |c: &Cluster, extra: &[&str]| {
+        let mut c = c.jb(
+            p.path(),
+            &[
+                &["--scale", "tiny", "--backend", "cpu", "--pyenv", pyenv],
+                extra,
+                &["build", "--json"],
+            ]
+            .concat(),
+        );
+        c.env("JB_PYTHON_DIR", repo_root().join("python"));
+        c
+    };
+
+    // 1. The attacks are exported on `bw`, inside bubblewrap: nothing written, no secret, no
+    //    connection; they are honest kernels otherwise, so they export.
+    let r = run(build(&cluster, &[]));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = listener.kill();
+    let _ = listener.wait();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut heard, &mut rest);
+    let heard = rest;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    for name in ["trust_write_files", "trust_env_network"] {
+        let s = step_of(&r, name);
+        assert_eq!(s["status"], "ok", "{s:#}");
+        assert_eq!(s["result"]["trust"], "sandboxed", "{s:#}");
+        assert_eq!(
+            s["result"]["ray"]["node_id"],
+            bw_id.as_str(),
+            "on bw: {s:#}"
+        );
+    }
+    let tail = |name: &str| {
+        step_of(&r, name)["result"]["stderr_tail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let writes = tail("trust_write_files");
+    assert!(writes.contains("blocked"), "{writes}");
+    assert!(!writes.contains("WROTE"), "{writes}");
+    let net = tail("trust_env_network");
+    assert!(
+        net.contains("secrets: []"),
+        "the environment was emptied: {net}"
+    );
+    assert!(!net.contains("SENT"), "{net}");
+    assert!(!heard.contains("CONNECTED"), "the listener heard: {heard}");
+    assert!(!r.stdout.contains("secret-planted-on-node"));
+    assert_eq!(p.read("workloads/12p_RMSNorm/workload.py"), workload_before);
+    // The node's copies of the project are as they arrived (read-only in the sandbox).
+    for root in std::fs::read_dir(node_dir("bw").join("roots"))
+        .unwrap()
+        .flatten()
+    {
+        let root = root.path();
+        assert!(!root.join("python/sitecustomize.py").exists());
+        let w = std::fs::read_to_string(root.join("workloads/12p_RMSNorm/workload.py")).unwrap();
+        assert!(!w.contains("jb-trust-attack"), "{}", root.display());
+    }
+
+    // 2. A node whose bubblewrap cannot start (here: `JB_BWRAP=/bin/false`) takes no candidate
+    //    code: the step runs in this machine's sandbox instead, and jb says so.
+    cluster.kill(&bw_id);
+    let nobw_id = cluster.add(&spec(
+        "nobw",
+        r#"{"CPU": 1}"#,
+        serde_json::json!({"JB_RAY_NODE_DIR": node_dir("nobw"), "JB_BWRAP": "/bin/false"}),
+    ));
+    std::fs::copy(
+        repo_root().join("candidates/12p_RMSNorm/rmsnorm_pallas.py"),
+        p.path().join("candidates/honest.py"),
+    )
+    .unwrap();
+    let r = run(build(&cluster, &[]));
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let s = step_of(&r, "honest");
+    assert_eq!(s["status"], "ok", "{s:#}");
+    assert_eq!(s["result"]["trust"], "sandboxed", "{s:#}");
+    assert!(
+        s["result"]["ray"]["sandbox_fallback"]
+            .as_str()
+            .is_some_and(|m| m.contains("/bin/false")),
+        "{s:#}"
+    );
+    assert_eq!(
+        s["result"]["ray"]["refused_by"]["node_id"],
+        nobw_id.as_str()
+    );
+    assert!(r.stderr.contains("no working sandbox"), "{}", r.stderr);
+    let probe = std::fs::read_to_string(node_dir("nobw").join("sandbox-probe.json")).unwrap();
+    assert!(
+        probe.contains("\"ok\": false"),
+        "probed once, kept: {probe}"
+    );
+
+    // 3. A node lost mid-export: the export is sent again, to another node; the lost attempt is
+    //    not a result, and the sandbox died with its node.
+    cluster.kill(&nobw_id);
+    let ids: Vec<String> = ["bw2", "bw3"]
+        .iter()
+        .map(|n| {
+            cluster.add(&spec(
+                n,
+                r#"{"CPU": 1}"#,
+                serde_json::json!({"JB_RAY_NODE_DIR": node_dir(n)}),
+            ))
+        })
+        .collect();
+    let honest = p.read("candidates/honest.py");
+    p.write(
+        "candidates/slow.py",
+        &format!("import time\ntime.sleep(8)\n{honest}"),
+    );
+    let child = build(&cluster, &[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let running_on = loop {
+        assert!(Instant::now() < deadline, "the slow export never started");
+        let busy = ["bw2", "bw3"].into_iter().find(|n| {
+            std::fs::read_dir(node_dir(n).join("work")).is_ok_and(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("sandbox."))
+            })
+        });
+        if let Some(n) = busy {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let lost_id = ids[if running_on == "bw2" { 0 } else { 1 }].clone();
+    let other_id = ids[if running_on == "bw2" { 1 } else { 0 }].clone();
+    cluster.kill(&lost_id);
+    let r: Run = child.wait_with_output().unwrap().into();
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let s = step_of(&r, "slow");
+    assert_eq!(s["status"], "ok", "{s:#}");
+    assert_eq!(s["result"]["ray"]["attempts"], 2, "{s:#}");
+    assert_eq!(s["result"]["ray"]["node_id"], other_id.as_str(), "{s:#}");
+    let gone = Instant::now() + Duration::from_secs(10);
+    let mut left = processes_mentioning(node_dir(running_on).to_str().unwrap());
+    while !left.is_empty() && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(200));
+        left = processes_mentioning(node_dir(running_on).to_str().unwrap());
+    }
+    assert!(left.is_empty(), "the sandbox outlived its node: {left:?}");
+}
+
+fn pyenv_python() -> PathBuf {
+    pyenv().join("bin/python")
+}
+
+/// Accepts on 127.0.0.1:47011 (one of the attack's ports); prints CONNECTED per connection.
+const LISTENER: &str = "import socket\ns = socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(('127.0.0.1', 47011))\ns.listen()\nprint('LISTENING', flush=True)\nwhile True:\n    c, _ = s.accept()\n    print('CONNECTED', c.recv(4096), flush=True)\n";

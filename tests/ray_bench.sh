@@ -4,6 +4,10 @@
 #                                  cluster of a head and N nodes with one `device` resource each
 #   tests/ray_bench.sh overhead    20 trivial command steps one after another (-j 1), local vs
 #                                  on a 1-node cluster (as a task and on a judge): ms per step
+#   tests/ray_bench.sh export [RUNS]  candidate exports one after another (-j 1), 1 then 6 steps
+#                                  (workload 12p, tiny scale), locally (this machine's sandbox) vs
+#                                  as sandboxed Ray tasks on a 1-node cluster: ms per export and
+#                                  the difference, RUNS times (default 3)
 # Runs the cluster and jb inside a private network namespace (loopback only; needs root).
 # Uses target/debug/jb and cache/pyenv (with `jb setup --with ray`) of this checkout.
 set -euo pipefail
@@ -85,5 +89,38 @@ print(f'{last - first:.2f} s (driver connected after {conn:.2f} s, first judge r
       $py -c "import sys; a,b=map(float,sys.argv[1:3]); print(f'overhead: {sys.argv[3]}: 1 step {a:.2f} s, 21 steps {b:.2f} s -> {(b-a)/20*1e3:.0f} ms per step')" "${t[1]}" "${t[21]}" $mode
     done
     ;;
-  *) echo "usage: $0 scaling N | overhead" >&2; exit 2 ;;
+  export)
+    runs=${2:-3}
+    start_cluster 'head:{"CPU": 0}' 'n1:{"CPU": 1, "device": 1}'
+    export JB_PYTHON_DIR=$repo/python
+    export_project() { # n_candidates tag
+      local dir=$work/exp-$2-$1
+      rm -rf "$dir"; mkdir -p "$dir/pipelines" "$dir/candidates" "$dir/workloads"
+      cp -r "$repo/workloads/12p_RMSNorm" "$dir/workloads/"
+      for i in $(seq "$1"); do
+        { cat "$repo/candidates/12p_RMSNorm/rmsnorm_pallas.py"; echo "# bench $2 $i"; } > "$dir/candidates/c$i.py"
+      done
+      printf '%s\n' 'steps:' '  export:' '    kind: export' '    foreach: [{match: "candidates/{candidate}.py"}]' \
+        '    params:' '      workload: "workloads/12p_RMSNorm"' '      impl: {kind: candidate, path: "candidates/{candidate}.py"}' \
+        > "$dir/pipelines/x.yaml"
+      echo "$dir"
+    }
+    common=(--scale tiny --backend cpu --pyenv "$repo/cache/pyenv")
+    declare -A per
+    for r in $(seq "$runs"); do
+      for mode in local ray; do
+        for n in 1 6; do
+          dir=$(export_project $n "$mode$r")
+          if [ $mode = local ]; then
+            t[$n]=$(wall "$dir" "$jb" "${common[@]}" --cache-dir "$work/e-$mode-$r-$n" build -j 1)
+          else
+            t[$n]=$(wall "$dir" in_ns "$jb" "${common[@]}" --cache-dir "$work/e-$mode-$r-$n" --executor ray --ray-address "$address" build -j 1)
+          fi
+        done
+        per[$mode]=$($py -c "import sys; a,b=map(float,sys.argv[1:3]); print(f'{(b-a)/5*1e3:.0f}')" "${t[1]}" "${t[6]}")
+      done
+      echo "export run $r: local ${per[local]} ms per export, ray ${per[ray]} ms per export -> overhead $((per[ray] - per[local])) ms"
+    done
+    ;;
+  *) echo "usage: $0 scaling N | overhead | export [RUNS]" >&2; exit 2 ;;
 esac

@@ -3,7 +3,7 @@
 jb (Rust) keeps planning, keys, the cache and the run database; it starts this process and sends it
 the steps that must run, one JSON object per line on stdin::
 
-    {"id": 7, "op": "worker"|"command"|"fingerprint"|"nodes", "args": {...}}
+    {"id": 7, "op": "worker"|"sandboxed"|"command"|"fingerprint"|"nodes", "args": {...}}
 
 and reads one JSON line per answer on stdout (answers come in completion order, matched by id)::
 
@@ -13,7 +13,9 @@ First line: ``{"event": "ready", ...}`` once connected, or ``{"event": "error", 
 
 Where steps run: Python worker ops (compile, verify, profile, ...) and ``command`` steps that hold
 a device go to judges (``jb.ray_node.Judge`` actors, one per unit of the device resource, or
-``--cpu-slots`` per node on a cluster without it); other ``command`` steps are plain Ray tasks.
+``--cpu-slots`` per node on a cluster without it); other ``command`` steps are plain Ray tasks;
+candidate code (``sandboxed``: the export stage) is a Ray task that runs a fresh worker in jb's
+bubblewrap sandbox on the node (``jb.ray_sandbox``; the policy comes from jb with the request).
 Files travel by content hash (``jb.ray_node``). A judge lost with its node: the step is sent to
 another judge (at most ``--max-attempts`` tries in all) and a replacement judge is requested; Ray
 retries a lost command task itself (``max_retries``).
@@ -285,11 +287,42 @@ class Judges:
         raise NoJudges(f"gave up after {self.max_attempts} attempts: " + "; ".join(errors))
 
 
+class SandboxTasks:
+    """Sandboxed Ray tasks (one CPU each, anywhere): a task lost with its node or worker process
+    is sent again (``max_attempts`` tries in all; Ray places it on a live node), never answered as
+    the candidate's failure."""
+
+    def __init__(self, remote_fn, max_attempts: int):
+        self.fn = remote_fn
+        self.max_attempts = max_attempts
+
+    def call(self, req: dict, mref, bref) -> dict:
+        import ray
+        from ray.exceptions import (NodeDiedError, ObjectLostError, OwnerDiedError, RaySystemError,
+                                    WorkerCrashedError)
+
+        lost = (WorkerCrashedError, NodeDiedError, ObjectLostError, OwnerDiedError, RaySystemError)
+        errors = []
+        for attempt in range(1, self.max_attempts + 1):
+            ref = self.fn.options(num_cpus=1, max_retries=0).remote(req, mref, bref)
+            try:
+                result = ray.get(ref)
+            except lost as exc:
+                errors.append(f"task lost ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})")
+                trace(f"sandboxed task lost: {errors[-1]}")
+                continue
+            result["attempts"] = attempt
+            if errors:
+                result["retried_after"] = errors
+            return result
+        raise NoJudges(f"gave up after {self.max_attempts} attempts: " + "; ".join(errors))
+
+
 class Driver:
     def __init__(self, opts, out):
         import ray
 
-        from jb import ray_node
+        from jb import ray_node, ray_sandbox
 
         ray.cloudpickle.register_pickle_by_value(ray_node)
         self.ray = ray
@@ -298,7 +331,9 @@ class Driver:
         self.opts = opts
         self.env = json.loads(opts.env or "{}")
         self.shipper = Shipper()
+        ray.cloudpickle.register_pickle_by_value(ray_sandbox)
         self.command_task = ray.remote(ray_node.command_task)
+        self.sandboxed = SandboxTasks(ray.remote(ray_sandbox.run), opts.max_attempts)
         self.judges = Judges(ray.remote(ray_node.Judge), opts.device_resource, opts.cpu_slots, self.env,
                              opts.max_attempts)
 
@@ -314,8 +349,8 @@ class Driver:
         try:
             op = req.get("op")
             args = req.get("args") or {}
-            fn = {"worker": self.op_worker, "command": self.op_command, "fingerprint": self.op_fingerprint,
-                  "nodes": self.op_nodes}.get(op)
+            fn = {"worker": self.op_worker, "sandboxed": self.op_sandboxed, "command": self.op_command,
+                  "fingerprint": self.op_fingerprint, "nodes": self.op_nodes}.get(op)
             if fn is None:
                 raise ValueError(f"unknown op {op!r}")
             result = fn(args)
@@ -350,7 +385,8 @@ class Driver:
         mid, mref, bref = self._project(args["project_root"], args.get("python_dir"))
         return self.judges.call(lambda a: a.node_fingerprint.remote(mid, mref, bref))
 
-    def op_worker(self, args):
+    def _op_request(self, args):
+        """A worker op's request for a node, and the object refs of its files."""
         root = args["project_root"]
         external, relative = {}, {}
         referenced_paths(args["args"], root, external, relative)
@@ -363,11 +399,27 @@ class Driver:
         req = {"manifest_id": mid, "project_root": root, "external": node_external, "op": args["op"],
                "args": args["args"], "fresh": args.get("fresh", False), "timeout_s": args.get("timeout_s"),
                "expect_fingerprint": args.get("expect_fingerprint") or {}}
+        return req, mref, bref
+
+    def op_worker(self, args):
+        req, mref, bref = self._op_request(args)
         res = self.judges.call(lambda a: a.run_op.remote(req, mref, bref))
+        return self._files_back(res, args["out_dir"])
+
+    def op_sandboxed(self, args):
+        """Candidate code (the export stage) in jb's sandbox on a node: a Ray task (``jb.ray_sandbox``)."""
+        req, mref, bref = self._op_request(args)
+        req.update(sandbox=args["sandbox"], memory_mb=args.get("memory_mb"))
+        res = self.sandboxed.call(req, mref, bref)
+        return self._files_back(res, args["out_dir"])
+
+    def _files_back(self, res: dict, out_dir: str) -> dict:
+        """Write the files a node sent back into the step's out_dir; the answer names them."""
         files = res.pop("files", {}) or {}
-        out_dir = args["out_dir"]
         names = []
         for rel, data in files.items():
+            if os.path.isabs(rel) or ".." in rel.split("/"):
+                raise ValueError(f"a node sent back a file outside the step's folder: {rel!r}")
             dest = os.path.join(out_dir, rel)
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             with open(dest, "wb") as f:

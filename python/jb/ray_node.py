@@ -104,6 +104,25 @@ def _collect(folder: str) -> dict:
     return files
 
 
+def _collect_regular(folder: str) -> dict:
+    """The regular files under ``folder`` by relative path; links are neither followed nor kept
+    (what a sandboxed step wrote is untrusted)."""
+    import stat
+
+    files = {}
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            p = os.path.join(dirpath, name)
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    files[os.path.relpath(p, folder).replace(os.sep, "/")] = f.read()
+    return files
+
+
 def _rewrite(value, roots: dict):
     """Replace driver paths (the project root, shipped external files) by this node's copies."""
     if isinstance(value, str):
@@ -121,17 +140,24 @@ def _rewrite(value, roots: dict):
 class _Worker:
     """One ``python -m jb.worker`` child speaking the worker protocol."""
 
-    def __init__(self, root: str, env: dict):
+    def __init__(self, root: str, env: dict, argv: list | None = None, preexec_fn=None):
+        """``argv``: how to start the worker (default: this interpreter, outside any sandbox,
+        with ``env`` added to this process's environment); with ``argv`` the worker gets
+        ``env`` as its whole environment."""
         self.root = root
-        full_env = dict(os.environ)
-        full_env.update(env)
-        full_env["PYTHONPATH"] = os.path.join(root, "python")
-        full_env["PYTHONDONTWRITEBYTECODE"] = "1"
-        full_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        if argv is None:
+            full_env = dict(os.environ)
+            full_env.update(env)
+            full_env["PYTHONPATH"] = os.path.join(root, "python")
+            full_env["PYTHONDONTWRITEBYTECODE"] = "1"
+            full_env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+            argv = [sys.executable, "-u", "-m", "jb.worker"]
+        else:
+            full_env = dict(env)
         self.proc = subprocess.Popen(
-            [sys.executable, "-u", "-m", "jb.worker"], cwd=root, env=full_env,
+            argv, cwd=root, env=full_env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1, start_new_session=True,
+            text=True, bufsize=1, start_new_session=True, preexec_fn=preexec_fn,
         )
         self.requests = 0
         self.next_id = 1
@@ -155,16 +181,22 @@ class _Worker:
             self.stderr.append(line.rstrip("\n"))
             del self.stderr[:-STDERR_LINES]
 
-    def read(self, accept, timeout: float):
-        """The next protocol message that ``accept`` takes; None on timeout, raises on death."""
+    def read(self, accept, timeout: float, watch=None):
+        """The next protocol message that ``accept`` takes; None on timeout, raises on death.
+        ``watch()``, called about once a second while waiting, raises to give up (a limit)."""
         deadline = time.monotonic() + timeout
+        watched = time.monotonic()
         while True:
+            if watch is not None and time.monotonic() - watched >= 1.0:
+                watched = time.monotonic()
+                watch()
             with self.cv:
-                while not self.lines:
+                if not self.lines:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return None
                     self.cv.wait(min(left, 1.0))
+                    continue
                 line = self.lines.pop(0)
             if line is None:
                 raise RuntimeError(f"worker died (exit {self.proc.wait()})")
@@ -176,13 +208,13 @@ class _Worker:
             if accept(msg):
                 return msg
 
-    def request(self, op: str, args: dict, timeout: float):
+    def request(self, op: str, args: dict, timeout: float, watch=None):
         rid = self.next_id
         self.next_id += 1
         self.requests += 1
         self.proc.stdin.write(json.dumps({"id": rid, "op": op, "args": args}) + "\n")
         self.proc.stdin.flush()
-        return self.read(lambda m: m.get("id") == rid, timeout)
+        return self.read(lambda m: m.get("id") == rid, timeout, watch)
 
     def tail(self) -> str:
         return "\n".join(self.stderr[-STDERR_LINES:])
@@ -195,8 +227,9 @@ class _Worker:
         self.proc.wait()
 
 
-def _start_worker(root: str, env: dict, timeout: float = 300.0) -> _Worker:
-    w = _Worker(root, env)
+def _start_worker(root: str, env: dict, timeout: float = 300.0, argv: list | None = None,
+                  preexec_fn=None) -> _Worker:
+    w = _Worker(root, env, argv, preexec_fn)
     try:
         ready = w.read(lambda m: m.get("event") == "ready", timeout)
     except RuntimeError as exc:

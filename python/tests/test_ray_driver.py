@@ -68,3 +68,35 @@ def test_command_runs_in_its_inputs_and_returns_declared_outputs(tmp_path, monke
     res = ray_node.run_command({**spec, "script": "sleep 5", "timeout_s": 0.5}, None)
     assert res["timed_out"] and res["outputs"] == {}
     assert not os.listdir(tmp_path / "node" / "work"), "scratch folders are removed"
+
+
+def test_sandbox_policy_expands_with_the_nodes_facts(tmp_path, monkeypatch):
+    import sys
+
+    from jb import ray_sandbox
+
+    monkeypatch.setenv("JAX_TEST_PASSED", "1")
+    policy = {"placeholders": {"root": "/@r@", "pyenv": "/@p@", "scratch": "/@s@"},
+              "argv": ["--ro-bind", "/@r@", "/@r@", {"size": 5}, "--bind", "/@s@", "/@s@",
+                       "--setenv", "PATH", "/@p@/bin:/usr/bin", {"base_prefix": True},
+                       {"passed_env": ["JAX_TEST_"]}, {"devices": ["no-such-device-"]}]}
+    argv = ray_sandbox.expand(policy, {"sized": False}, "/node/root", "/node/scratch")
+    pyenv = ray_sandbox.pyenv()
+    assert argv[:3] == ["--ro-bind", "/node/root", "/node/root"]
+    assert "--size" not in argv
+    assert ["--bind", "/node/scratch", "/node/scratch"] == argv[3:6]
+    assert f"{pyenv}/bin:/usr/bin" in argv
+    assert argv[argv.index("--ro-bind", 1) + 1] == os.path.realpath(sys.base_prefix)
+    assert argv[-3:] == ["--setenv", "JAX_TEST_PASSED", "1"]
+    assert "--size" in ray_sandbox.expand(policy, {"sized": True}, "/r", "/s")
+
+
+def test_only_regular_files_come_back_from_a_sandbox(tmp_path):
+    from jb.ray_node import _collect_regular
+
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "index.json").write_text("{}")
+    secret = tmp_path.parent / "node-secret.txt"
+    secret.write_text("node secret")
+    (tmp_path / "export" / "leak.jaxexport").symlink_to(secret)
+    assert _collect_regular(str(tmp_path)) == {"export/index.json": b"{}"}

@@ -671,39 +671,15 @@ impl PythonExecutor {
                 (o, t)
             }
         };
-        if req.step.kind == StepKind::Export && out.status == "error" {
-            let unknown =
-                out.result.pointer("/error/type").and_then(Value::as_str) == Some("UnknownOp");
-            if unknown {
-                // A worker from before the export op: the candidate is judged in the sandbox.
-                out = StepOutput::infra(
-                    "not_exportable",
-                    "this worker has no `export` op (python/jb/ops/export.py); the candidate runs in the sandbox",
-                );
-            }
+        // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
+        // `trace/`) are kept, named by their path relative to out_dir. Links are not followed.
+        out.files.extend(regular_files(&req.out_dir));
+        if req.step.kind == StepKind::Export {
+            return route::settle_export(out, trust);
         }
         if let (Some(t), Value::Object(m)) = (trust, &mut out.result) {
             // jb's own account of where the code ran; whatever the worker said is overwritten.
             m.insert("trust".into(), json!(t.as_str()));
-        }
-        // Files the op wrote into out_dir (and its sub-folders, such as the profiler trace in
-        // `trace/`) are kept, named by their path relative to out_dir. Links are not followed.
-        out.files.extend(regular_files(&req.out_dir));
-        let index = format!("{}/index.json", route::EXPORT_DIR);
-        if req.step.kind == StepKind::Export
-            && out.status == "ok"
-            && !out.files.contains_key(&index)
-        {
-            // The untrusted stage's word is not a program: an `ok` without one is a forgery.
-            let mut o = StepOutput::new(
-                "rejected",
-                json!({"reasons": [format!("the export stage answered ok but wrote no {index}")]}),
-            );
-            if let (Value::Object(m), Some(t)) = (&mut o.result, trust) {
-                m.insert("trust".into(), json!(t.as_str()));
-                m.insert("claimed".into(), out.result.clone());
-            }
-            return o;
         }
         out
     }

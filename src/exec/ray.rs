@@ -26,6 +26,8 @@ use super::python::{PythonExecutor, WorkerSpec};
 use super::{CancelFlag, Executor, StepOutput, StepRequest};
 use crate::pipeline::StepKind;
 
+mod untrusted;
+
 /// Where the cluster is and how jb uses it.
 #[derive(Debug, Clone)]
 pub struct RayConfig {
@@ -297,10 +299,11 @@ pub struct RayExecutor {
     local: Dispatch,
     /// `translate` steps (agent runs) run here too; the handler is replaced per engine.
     translate: Mutex<Option<Arc<Handler>>>,
-    /// Candidate code (export steps and every step whose impl is a candidate) runs on this
-    /// machine, in the OS sandbox and on the local judge: nodes have no sandbox yet, and a
-    /// candidate must never run where it is judged.
+    /// Candidate steps that are not the export (a candidate that could not be exported) run on
+    /// this machine, in the OS sandbox; so does an export that no node can sandbox.
     untrusted: Option<Dispatch>,
+    /// Nodes already reported as having no working sandbox (warned once each).
+    unsandboxed_nodes: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl RayExecutor {
@@ -319,6 +322,7 @@ impl RayExecutor {
             },
             translate: Mutex::new(None),
             untrusted: None,
+            unsandboxed_nodes: Mutex::new(Default::default()),
         }
     }
 
@@ -543,15 +547,19 @@ impl RayExecutor {
         self.run_worker_with(req, None, req.step.untrusted())
     }
 
-    fn run_worker_with(&self, req: &StepRequest, imp: Option<Value>, fresh: bool) -> StepOutput {
+    /// A worker op's arguments for a step (paths as on this machine; the node rewrites them).
+    fn worker_args(
+        req: &StepRequest,
+        imp: Option<Value>,
+    ) -> Result<serde_json::Map<String, Value>, StepOutput> {
         let mut args = match &req.step.params {
             Value::Object(m) => m.clone(),
             Value::Null => serde_json::Map::new(),
             other => {
-                return StepOutput::new(
+                return Err(StepOutput::new(
                     "failed",
                     json!({"reasons": [format!("params must be a mapping, got {other}")]}),
-                );
+                ));
             }
         };
         if let Some(imp) = imp {
@@ -565,6 +573,14 @@ impl RayExecutor {
             "upstream".into(),
             Value::Array(req.deps.iter().map(|d| json!({"step": d.step_id, "kind": d.kind, "status": d.status, "result": d.result})).collect()),
         );
+        Ok(args)
+    }
+
+    fn run_worker_with(&self, req: &StepRequest, imp: Option<Value>, fresh: bool) -> StepOutput {
+        let args = match Self::worker_args(req, imp) {
+            Ok(a) => a,
+            Err(o) => return o,
+        };
         let driver = match self.driver() {
             Ok(d) => d,
             Err(e) => return self.failure(e),
@@ -684,7 +700,11 @@ impl Executor for RayExecutor {
                 return self.run_artifact(req, &export_step, &files);
             }
         }
-        if req.step.untrusted() || req.step.kind == StepKind::Export {
+        if req.step.kind == StepKind::Export {
+            // The untrusted stage: in jb's sandbox on a node (untrusted.rs).
+            return self.run_export(req);
+        }
+        if req.step.untrusted() {
             return match &self.untrusted {
                 Some(local) => local.execute(req),
                 None => StepOutput::infra(

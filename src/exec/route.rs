@@ -132,6 +132,38 @@ pub fn mark_artifact(out: &mut StepOutput, export_step: &str) {
     }
 }
 
+/// The last word on an export step's output, wherever it ran (its files already in
+/// `out.files`): jb's own account of its trust, and an `ok` without a program is a forgery.
+pub fn settle_export(mut out: StepOutput, trust: Option<Trust>) -> StepOutput {
+    if out.status == "error"
+        && out.result.pointer("/error/type").and_then(Value::as_str) == Some("UnknownOp")
+    {
+        // A worker from before the export op: the candidate is judged in the sandbox.
+        out = StepOutput::infra(
+            "not_exportable",
+            "this worker has no `export` op (python/jb/ops/export.py); the candidate runs in the sandbox",
+        );
+    }
+    if let (Some(t), Value::Object(m)) = (trust, &mut out.result) {
+        // Whatever the worker said is overwritten.
+        m.insert("trust".into(), json!(t.as_str()));
+    }
+    let index = format!("{EXPORT_DIR}/index.json");
+    if out.status == "ok" && !out.files.contains_key(&index) {
+        // The untrusted stage's word is not a program.
+        let mut o = StepOutput::new(
+            "rejected",
+            json!({"reasons": [format!("the export stage answered ok but wrote no {index}")]}),
+        );
+        if let (Value::Object(m), Some(t)) = (&mut o.result, trust) {
+            m.insert("trust".into(), json!(t.as_str()));
+            m.insert("claimed".into(), out.result.clone());
+        }
+        return o;
+    }
+    out
+}
+
 /// The weakest trust level of a set of results' `trust` fields (`None` when none has one).
 pub fn weakest<'a>(trusts: impl IntoIterator<Item = &'a str>) -> Option<super::sandbox::Trust> {
     trusts

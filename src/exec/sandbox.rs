@@ -67,8 +67,24 @@ impl Trust {
     }
 }
 
+/// One element of the sandbox's bubblewrap arguments: literal, or a fact of the machine where
+/// the sandbox starts, expanded there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Arg(OsString),
+    /// `--size BYTES` for the next mount, where that bwrap knows `--size` (>= 0.8).
+    Size(u64),
+    /// `--dev-bind-try D D` for each accelerator device node (`/dev/` entries named by
+    /// [`DEVICE_PREFIXES`]).
+    Devices,
+    /// `--ro-bind P P` for the prefix of the environment's base interpreter.
+    BasePrefix,
+    /// `--setenv K V` for each variable named by [`PASSED_ENV_PREFIXES`].
+    PassedEnv,
+}
+
 /// Host environment variables passed into the sandbox (accelerator selection and tuning).
-const PASSED_ENV_PREFIXES: &[&str] = &["JAX_", "XLA_", "TPU_", "LIBTPU", "CUDA_", "NVIDIA_"];
+pub const PASSED_ENV_PREFIXES: &[&str] = &["JAX_", "XLA_", "TPU_", "LIBTPU", "CUDA_", "NVIDIA_"];
 
 /// System folders bound read-only when they exist.
 const SYSTEM_DIRS: &[&str] = &[
@@ -177,13 +193,21 @@ fn base_prefix(pyenv: &Path) -> Option<PathBuf> {
     Some(home.parent().map(Path::to_path_buf).unwrap_or(home))
 }
 
+/// Append literal arguments.
+fn push(a: &mut Vec<Part>, items: &[&dyn AsRef<std::ffi::OsStr>]) {
+    a.extend(items.iter().map(|i| Part::Arg(i.as_ref().to_os_string())));
+}
+
+/// The `/dev` entries passed through: accelerator device nodes.
+pub const DEVICE_PREFIXES: &[&str] = &["nvidia", "accel", "vfio"];
+
 /// Accelerator device nodes to pass through (`/dev/nvidia*`, `/dev/accel*`, `/dev/vfio`).
 fn device_nodes() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir("/dev") {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            if name.starts_with("nvidia") || name.starts_with("accel") || name == "vfio" {
+            if DEVICE_PREFIXES.iter().any(|p| name.starts_with(p)) {
                 out.push(e.path());
             }
         }
@@ -209,76 +233,66 @@ impl Sandbox {
         })
     }
 
-    /// The bubblewrap arguments before `--`: mounts, namespaces, environment.
-    pub fn bwrap_args(
-        &self,
-        scratch: &Path,
-        cwd: &Path,
-        env: &[(String, String)],
-    ) -> Vec<OsString> {
-        let mut a: Vec<OsString> = Vec::new();
-        let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
-            for i in items {
-                a.push(i.as_ref().to_os_string());
-            }
-        };
+    /// The sandbox's policy: the bubblewrap arguments before `--` (mounts, namespaces,
+    /// environment), with the facts of the machine where it starts left as [`Part`]s. This is
+    /// the one definition of the sandbox: [`Sandbox::bwrap_args`] expands it here, and the Ray
+    /// executor ships it to the nodes (`crate::exec::ray_sandbox`), where `jb.ray_sandbox`
+    /// expands the same parts with the node's facts.
+    pub fn parts(&self, scratch: &Path, cwd: &Path, env: &[(String, String)]) -> Vec<Part> {
+        let mut a: Vec<Part> = Vec::new();
         for d in SYSTEM_DIRS.iter().chain(ETC_ENTRIES) {
-            push(&[&"--ro-bind-try", d, d]);
+            push(&mut a, &[&"--ro-bind-try", d, d]);
         }
-        push(&[&"--dev", &"/dev"]);
-        for d in device_nodes() {
-            push(&[&"--dev-bind-try", &d, &d]);
-        }
+        push(&mut a, &[&"--dev", &"/dev"]);
+        a.push(Part::Devices);
         // A private /tmp of bounded size: tmpfs pages are memory that the process tree's RSS
         // limit does not see, so an unbounded one would let a candidate exhaust the machine.
-        let sized = supports_size(&self.bwrap);
-        let tmp_size = TMP_BYTES.to_string();
-        push(&[&"--proc", &"/proc"]);
-        if sized {
-            push(&[&"--size", &tmp_size]);
-        }
-        push(&[&"--tmpfs", &"/tmp"]);
-        if let Some(prefix) = base_prefix(&self.pyenv) {
-            push(&[&"--ro-bind", &prefix, &prefix]);
-        }
-        push(&[&"--ro-bind", &self.project_root, &self.project_root]);
+        push(&mut a, &[&"--proc", &"/proc"]);
+        a.push(Part::Size(TMP_BYTES));
+        push(&mut a, &[&"--tmpfs", &"/tmp"]);
+        a.push(Part::BasePrefix);
+        push(
+            &mut a,
+            &[&"--ro-bind", &self.project_root, &self.project_root],
+        );
         if !self.python_dir.starts_with(&self.project_root) {
-            push(&[&"--ro-bind", &self.python_dir, &self.python_dir]);
+            push(&mut a, &[&"--ro-bind", &self.python_dir, &self.python_dir]);
         }
         // The cache: hidden wherever a bound folder would show it, then the environment (which
         // lives in it by default) bound back.
         let bound = [&self.project_root, &self.python_dir];
         let hide = self.cache_dir.is_dir() && bound.iter().any(|b| self.cache_dir.starts_with(b));
         if hide {
-            if sized {
-                push(&[&"--size", &"1048576"]);
-            }
-            push(&[&"--tmpfs", &self.cache_dir]);
+            a.push(Part::Size(1 << 20));
+            push(&mut a, &[&"--tmpfs", &self.cache_dir]);
         }
-        push(&[&"--ro-bind", &self.pyenv, &self.pyenv]);
+        push(&mut a, &[&"--ro-bind", &self.pyenv, &self.pyenv]);
         if hide {
             // Nothing can be written where the cache was either.
-            push(&[&"--remount-ro", &self.cache_dir]);
+            push(&mut a, &[&"--remount-ro", &self.cache_dir]);
         }
-        push(&[&"--bind", &scratch, &scratch]);
-        push(&[
-            &"--unshare-all",
-            &"--unshare-net",
-            &"--cap-drop",
-            &"ALL",
-            &"--die-with-parent",
-            &"--new-session",
-            &"--hostname",
-            &"jb-sandbox",
-            &"--chdir",
-            &cwd,
-            &"--clearenv",
-        ]);
+        push(&mut a, &[&"--bind", &scratch, &scratch]);
+        push(
+            &mut a,
+            &[
+                &"--unshare-all",
+                &"--unshare-net",
+                &"--cap-drop",
+                &"ALL",
+                &"--die-with-parent",
+                &"--new-session",
+                &"--hostname",
+                &"jb-sandbox",
+                &"--chdir",
+                &cwd,
+                &"--clearenv",
+            ],
+        );
         let path = format!(
             "{}:/usr/local/bin:/usr/bin:/bin",
             self.pyenv.join("bin").display()
         );
-        let mut vars: Vec<(String, String)> = vec![
+        let fixed: Vec<(String, String)> = vec![
             ("PATH".into(), path),
             ("HOME".into(), scratch.display().to_string()),
             ("TMPDIR".into(), "/tmp".into()),
@@ -287,14 +301,49 @@ impl Sandbox {
             ("TF_CPP_MIN_LOG_LEVEL".into(), "2".into()),
             ("JB_SANDBOXED".into(), "1".into()),
         ];
-        for (k, v) in std::env::vars() {
-            if PASSED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
-                vars.push((k, v));
-            }
+        for (k, v) in fixed {
+            push(&mut a, &[&"--setenv", &k, &v]);
         }
-        vars.extend(env.iter().cloned());
-        for (k, v) in vars {
-            push(&[&"--setenv", &k, &v]);
+        a.push(Part::PassedEnv);
+        for (k, v) in env {
+            push(&mut a, &[&"--setenv", k, v]);
+        }
+        a
+    }
+
+    /// The bubblewrap arguments before `--`, [`Sandbox::parts`] expanded with this machine's
+    /// facts.
+    pub fn bwrap_args(
+        &self,
+        scratch: &Path,
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Vec<OsString> {
+        let sized = supports_size(&self.bwrap);
+        let mut a: Vec<OsString> = Vec::new();
+        for part in self.parts(scratch, cwd, env) {
+            match part {
+                Part::Arg(s) => a.push(s),
+                Part::Size(n) if sized => a.extend(["--size".into(), n.to_string().into()]),
+                Part::Size(_) => {}
+                Part::Devices => {
+                    for d in device_nodes() {
+                        a.extend(["--dev-bind-try".into(), d.clone().into(), d.into()]);
+                    }
+                }
+                Part::BasePrefix => {
+                    if let Some(prefix) = base_prefix(&self.pyenv) {
+                        a.extend(["--ro-bind".into(), prefix.clone().into(), prefix.into()]);
+                    }
+                }
+                Part::PassedEnv => {
+                    for (k, v) in std::env::vars() {
+                        if PASSED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                            a.extend(["--setenv".into(), k.into(), v.into()]);
+                        }
+                    }
+                }
+            }
         }
         a
     }
@@ -308,6 +357,13 @@ impl Sandbox {
         program: &Path,
         args: &[&str],
     ) -> Command {
+        // Its folder as bound (a link to the environment, say `cache/pyenv` pointing elsewhere,
+        // is not there); the file itself stays a link (a venv's python must be called by its
+        // own path).
+        let program = match (program.parent(), program.file_name()) {
+            (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => canon(dir).join(name),
+            _ => program.to_path_buf(),
+        };
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(self.bwrap_args(scratch, cwd, env))
             .arg("--")

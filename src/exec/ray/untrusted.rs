@@ -1,0 +1,180 @@
+//! Candidate code on the cluster: the export stage as a sandboxed Ray task.
+//!
+//! The sandbox is the local one ([`Sandbox::parts`]): its policy is computed here with
+//! placeholders for the node's paths and markers for the node's facts, and shipped with the
+//! step; `python/jb/ray_sandbox.py` expands it on the node and runs a fresh worker inside
+//! bubblewrap (the candidate file and the project arrive by content, the export's files come
+//! back into the step's folder), so the step's output, its files and every key are those of a
+//! local export. A node without a working bubblewrap answers `no_sandbox`: the step then runs
+//! in this machine's sandbox, with a warning and `ray.sandbox_fallback` in its result; candidate
+//! code never runs unsandboxed on a node.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::{lock, node_info, worker_output, RayExecutor};
+use crate::exec::route;
+use crate::exec::sandbox::{self, Part, Sandbox, Trust, DEVICE_PREFIXES, PASSED_ENV_PREFIXES};
+use crate::exec::{Executor, StepOutput, StepRequest};
+
+/// Where the node's project tree, Python environment and scratch folder go in the policy.
+const ROOT: &str = "/@jb-root@";
+const PYENV: &str = "/@jb-pyenv@";
+const SCRATCH: &str = "/@jb-scratch@";
+
+/// The sandbox policy as a node expands it (`jb.ray_sandbox.expand`): the bubblewrap arguments
+/// of [`Sandbox::parts`] for a project tree that has no cache in it, with the limits that go
+/// around it locally (the scratch quota; PDEATHSIG and no core dumps, as
+/// `crate::exec::child::die_with_jb`).
+pub fn node_policy(env: &[(String, String)]) -> Value {
+    let sb = Sandbox {
+        bwrap: PathBuf::from("bwrap"),
+        project_root: PathBuf::from(ROOT),
+        python_dir: PathBuf::from(format!("{ROOT}/python")),
+        pyenv: PathBuf::from(PYENV),
+        // A node's tree holds no cache: nothing to hide.
+        cache_dir: PathBuf::new(),
+    };
+    let argv: Vec<Value> = sb
+        .parts(Path::new(SCRATCH), Path::new(ROOT), env)
+        .into_iter()
+        .map(|p| match p {
+            Part::Arg(s) => json!(s.to_string_lossy()),
+            Part::Size(n) => json!({ "size": n }),
+            Part::Devices => json!({ "devices": DEVICE_PREFIXES }),
+            Part::BasePrefix => json!({"base_prefix": true}),
+            Part::PassedEnv => json!({ "passed_env": PASSED_ENV_PREFIXES }),
+        })
+        .collect();
+    json!({
+        "argv": argv,
+        "placeholders": {"root": ROOT, "pyenv": PYENV, "scratch": SCRATCH},
+        "scratch_bytes": sandbox::scratch_limit(),
+        "rlimits": {"RLIMIT_CORE": 0},
+        "pdeathsig": libc::SIGKILL,
+    })
+}
+
+impl RayExecutor {
+    /// `--no-sandbox`: candidate code runs unprotected, and then only on this machine.
+    fn no_sandbox(&self) -> bool {
+        self.untrusted
+            .as_ref()
+            .and_then(|d| d.python.as_ref())
+            .and_then(|p| p.untrusted.as_ref())
+            .is_some_and(|u| u.no_sandbox)
+    }
+
+    /// An `export` step: in jb's sandbox on a node, or in this machine's (see the module).
+    pub(super) fn run_export(&self, req: &StepRequest) -> StepOutput {
+        let Some(local) = &self.untrusted else {
+            return StepOutput::infra(
+                "error",
+                "candidate steps need the local sandboxed executor (internal: none configured)",
+            );
+        };
+        if self.no_sandbox() {
+            return local.execute(req);
+        }
+        let args = match Self::worker_args(req, None) {
+            Ok(a) => a,
+            Err(o) => return o,
+        };
+        let memory_mb = req
+            .memory_mb
+            .or_else(|| local.python.as_ref().and_then(|p| p.default_memory_mb));
+        let timeout = req.timeout.unwrap_or(std::time::Duration::from_secs(1800));
+        let request = json!({
+            "op": req.step.kind.as_str(),
+            "args": Value::Object(args),
+            "sandbox": node_policy(&self.spec.env),
+            "timeout_s": timeout.as_secs_f64(),
+            "memory_mb": memory_mb,
+            "project_root": req.project.root,
+            "python_dir": self.spec.python_dir,
+            "out_dir": req.out_dir,
+        });
+        let driver = match self.driver() {
+            Ok(d) => d,
+            Err(e) => return self.failure(e),
+        };
+        let r = match driver.request("sandboxed", request, Self::wait_limit(req), &req.cancel) {
+            Ok(r) => r,
+            Err(e) => return self.failure(e),
+        };
+        if let Some(why) = r.get("no_sandbox").and_then(Value::as_str) {
+            return self.export_here(req, why, &r);
+        }
+        let mut out = match r.get("forged").and_then(Value::as_str) {
+            // Candidate code wrote an answer of its own on the protocol pipe (as locally).
+            Some(why) => StepOutput::new(
+                "rejected",
+                json!({"reasons": [format!("forged worker answer: {why}")],
+                       "stderr_tail": r.get("stderr_tail"), "claimed": r.get("claimed")}),
+            ),
+            None => worker_output(req.step.kind.as_str(), &r, &req.out_dir),
+        };
+        if let Value::Object(m) = &mut out.result {
+            let mut node = node_info(&r);
+            if let (Value::Object(n), Some(s)) = (&mut node, r.pointer("/sandbox/bwrap")) {
+                n.insert("sandbox".into(), s.clone());
+            }
+            m.insert("ray".into(), node);
+        }
+        route::settle_export(out, Some(Trust::Sandboxed))
+    }
+
+    /// The node that got the step cannot sandbox it: this machine's sandbox runs it instead.
+    fn export_here(&self, req: &StepRequest, why: &str, r: &Value) -> StepOutput {
+        let node = node_info(r);
+        let id = node["node_id"].as_str().unwrap_or("?").to_string();
+        if lock(&self.unsandboxed_nodes).insert(id.clone()) {
+            eprintln!(
+                "warning: Ray node {id} ({}) has no working sandbox ({why}); candidate code sent there runs in this machine's sandbox instead",
+                node["node_ip"].as_str().unwrap_or("?")
+            );
+        }
+        let Some(local) = &self.untrusted else {
+            return StepOutput::infra("error", "no local sandboxed executor");
+        };
+        let mut out = local.execute(req);
+        if let Value::Object(m) = &mut out.result {
+            // `ray` is bookkeeping (not part of the output digest): keys stay those of a local run.
+            m.insert(
+                "ray".into(),
+                json!({"sandbox_fallback": format!("node {id} cannot sandbox: {why}; ran in this machine's sandbox"),
+                       "refused_by": node}),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_policy_is_the_local_sandbox_with_node_markers() {
+        let p = node_policy(&[("JAX_PLATFORMS".into(), "cpu".into())]);
+        let argv = p["argv"].as_array().unwrap();
+        let strs: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+        let has = |seq: &[&str]| strs.windows(seq.len()).any(|w| w == seq);
+        assert!(has(&["--ro-bind", ROOT, ROOT]), "{strs:?}");
+        assert!(has(&["--ro-bind", PYENV, PYENV]), "{strs:?}");
+        assert!(has(&["--bind", SCRATCH, SCRATCH]), "{strs:?}");
+        assert!(has(&["--unshare-net"]) && has(&["--die-with-parent"]) && has(&["--clearenv"]));
+        assert!(has(&["--setenv", "JB_SANDBOXED", "1"]));
+        assert!(has(&["--setenv", "JAX_PLATFORMS", "cpu"]));
+        assert!(has(&["--setenv", "PYTHONPATH", &format!("{ROOT}/python")]));
+        // No host path of this machine leaks into the policy (the node has its own).
+        assert!(!strs.iter().any(|s| s.contains("/tmp/jb-")), "{strs:?}");
+        let markers: Vec<&Value> = argv.iter().filter(|v| v.is_object()).collect();
+        assert!(markers.contains(&&json!({"size": sandbox::TMP_BYTES})));
+        assert!(markers.contains(&&json!({"base_prefix": true})));
+        assert!(markers.iter().any(|m| m.get("devices").is_some()));
+        assert!(markers.iter().any(|m| m.get("passed_env").is_some()));
+        assert_eq!(p["scratch_bytes"], json!(sandbox::scratch_limit()));
+    }
+}
