@@ -440,3 +440,22 @@ fn unknown_target_is_usage_error() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("matches no step"), "{}", r.stderr);
 }
+
+#[test]
+fn search_space_not_utf8_is_a_usage_error() {
+    // A file a pipeline names (a grid's search space) that is not UTF-8: exit 2 at its first
+    // bad byte, like the pipeline itself (it was an I/O error, exit 3).
+    let p = TestProject::new();
+    p.write(
+        "pipelines/grid.yaml",
+        "steps:\n  g:\n    kind: command\n    foreach: [{grid: space.yaml}]\n    run: echo {config}\n",
+    );
+    std::fs::write(
+        p.path().join("space.yaml"),
+        b"space:\n  cpu:\n    params: {bm: [\xff]}\n",
+    )
+    .unwrap();
+    let r = p.jb(&["build"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    insta::assert_snapshot!("space_not_utf8", r.stderr);
+}
