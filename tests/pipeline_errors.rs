@@ -250,21 +250,21 @@ fn unknown_variable() {
     check(
         "unknown var",
         &yaml,
-        (8, 10),
-        "echo {nope}",
+        (8, 15),
+        "{nope}",
         "unknown variable `{nope}`",
     );
 }
 
 #[test]
 fn unknown_variable_deep_in_params() {
-    // At the parameter whose value cannot be filled, inside nested flow mappings.
+    // At the placeholder in the parameter that cannot be filled, inside nested flow mappings.
     let yaml = format!("steps:\n{OK_STEP}  b:\n    kind: command\n    params: {{a: 1, b: {{c: [x, \"{{nope}}\"]}}}}\n    run: echo\n");
     check(
         "unknown var in params",
         &yaml,
-        (8, 31),
-        "\"{nope}\"",
+        (8, 32),
+        "{nope}\"",
         "unknown variable `{nope}`",
     );
 }

@@ -434,9 +434,16 @@ fn expand_step(
             },
         )
     };
+    // At the placeholder itself (`{name}` in backquotes in the message), within the value.
     let template = |rest: &[Seg], message: String| {
-        at(
-            rest,
+        let mut path = yaml_path!["steps", name].to_vec();
+        path.extend_from_slice(rest);
+        let mut span = p.tree.value(&path);
+        if let Some(placeholder) = message.split('`').find(|w| w.starts_with('{')) {
+            span = span.narrow(&p.text, placeholder);
+        }
+        p.error(
+            span,
             Kind::Template {
                 step: step(),
                 message,

@@ -52,6 +52,26 @@ impl Span {
     }
 }
 
+impl Span {
+    /// The span of the first `needle` inside `self` in `text` (itself when there is none).
+    pub fn narrow(self, text: &str, needle: &str) -> Span {
+        let Some(within) = text
+            .get(self.offset..self.offset + self.len)
+            .and_then(|s| s.find(needle))
+        else {
+            return self;
+        };
+        let offset = self.offset + within;
+        let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        Span {
+            offset,
+            len: needle.len(),
+            line: text[..offset].matches('\n').count() + 1,
+            column: text[line_start..offset].chars().count() + 1,
+        }
+    }
+}
+
 /// Converts the character indices a YAML parser reports into byte offsets.
 pub struct Offsets<'a> {
     text: &'a str,
@@ -106,6 +126,20 @@ mod tests {
             }
         );
         assert_eq!(Span::at_line_col(text, 9, 1).offset, text.len());
+    }
+
+    #[test]
+    fn narrows_to_a_needle() {
+        let text = "run: |\n  é {x}\n";
+        let whole = Span {
+            offset: 5,
+            len: 10,
+            line: 1,
+            column: 6,
+        };
+        let s = whole.narrow(text, "{x}");
+        assert_eq!((s.offset, s.len, s.line, s.column), (12, 3, 2, 5));
+        assert_eq!(whole.narrow(text, "{y}"), whole);
     }
 
     #[test]
