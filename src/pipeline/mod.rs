@@ -52,11 +52,16 @@ impl LoadedPipeline {
         self.error(self.tree.key(path), kind)
     }
 
-    /// An error at the value found at `rest` under step `step`.
-    pub fn step_error(&self, step: &str, rest: &[Seg], kind: Kind) -> JbError {
+    /// Where the value at `rest` under step `step` is.
+    pub fn step_span(&self, step: &str, rest: &[Seg]) -> Span {
         let mut path = vec![Seg::Key("steps"), Seg::Key(step)];
         path.extend_from_slice(rest);
-        self.value_error(&path, kind)
+        self.tree.value(&path)
+    }
+
+    /// An error at the value found at `rest` under step `step`.
+    pub fn step_error(&self, step: &str, rest: &[Seg], kind: Kind) -> JbError {
+        self.error(self.step_span(step, rest), kind)
     }
 
     /// Where the key at `path` is.
@@ -436,9 +441,7 @@ fn expand_step(
     };
     // At the placeholder itself (`{name}` in backquotes in the message), within the value.
     let template = |rest: &[Seg], message: String| {
-        let mut path = yaml_path!["steps", name].to_vec();
-        path.extend_from_slice(rest);
-        let mut span = p.tree.value(&path);
+        let mut span = p.step_span(name, rest);
         if let Some(placeholder) = message.split('`').find(|w| w.starts_with('{')) {
             span = span.narrow(&p.text, placeholder);
         }

@@ -3,7 +3,7 @@
 //! items are located exactly as the parser read them. Typed values come from serde separately;
 //! this tree answers "where is `steps.b.needs[1]`?" for errors found after parsing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use saphyr_parser::{Event, Parser, ScanError};
 
@@ -72,6 +72,8 @@ struct Open {
     anchor: usize,
     /// A mapping's key read before its value.
     pending_key: Option<usize>,
+    /// A mapping's scalar keys so far (duplicates are refused in linear time).
+    keys: HashSet<String>,
 }
 
 impl SpanTree {
@@ -107,6 +109,7 @@ impl SpanTree {
                         node,
                         anchor,
                         pending_key: None,
+                        keys: HashSet::new(),
                     });
                     continue;
                 }
@@ -142,7 +145,7 @@ impl SpanTree {
         match parent.pending_key.take() {
             None if matches!(self.nodes[parent.node].kind, Kind::Map(_)) => {
                 if let Kind::Scalar(name) = &self.nodes[node].kind {
-                    if self.entry(parent.node, name).is_some() {
+                    if !parent.keys.insert(name.clone()) {
                         return Err((
                             self.nodes[node].span,
                             PipelineErrorKind::DuplicateKey(name.clone()),
