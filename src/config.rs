@@ -15,6 +15,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{JbError, Result};
+use crate::pipeline::error::{utf8_text, PipelineError};
 
 pub const FILE: &str = "jb.yaml";
 
@@ -39,8 +40,8 @@ impl ProjectConfig {
     /// `jb.yaml` of the project root; defaults when there is none.
     pub fn load(root: &Path) -> Result<ProjectConfig> {
         let path = root.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => utf8_text(&path, bytes)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(ProjectConfig::default())
             }
@@ -49,13 +50,8 @@ impl ProjectConfig {
         if text.trim().is_empty() {
             return Ok(ProjectConfig::default());
         }
-        serde_norway::from_str(&text).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((1, 1));
-            JbError::pipeline(&path, line, column, e.to_string())
-        })
+        Ok(serde_norway::from_str(&text)
+            .map_err(|e| PipelineError::from_serde(&path, &text, None, &e))?)
     }
 }
 

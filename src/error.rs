@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use crate::pipeline::error::{PipelineError, PipelineErrorKind};
+use crate::pipeline::span::Span;
+
 /// Exit codes of the `jb` binary (the stable command-line contract).
 pub mod exit {
     pub const OK: i32 = 0;
@@ -29,9 +32,10 @@ impl std::fmt::Display for Location {
 
 #[derive(Debug, thiserror::Error)]
 pub enum JbError {
-    /// A pipeline file is malformed or inconsistent; `at` names file, line and column.
-    #[error("{at}: {message}")]
-    Pipeline { at: Location, message: String },
+    /// A pipeline file (or another YAML file jb reads) is malformed or inconsistent; the error
+    /// names file, line and column.
+    #[error(transparent)]
+    Pipeline(Box<PipelineError>),
     #[error("{0}")]
     Usage(String),
     #[error("no project found: no `pipelines/` folder in {0} or any parent (use --project DIR)")]
@@ -60,7 +64,7 @@ pub enum JbError {
 impl JbError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            JbError::Pipeline { .. } | JbError::Usage(_) | JbError::NoProject(_) => exit::USAGE,
+            JbError::Pipeline(_) | JbError::Usage(_) | JbError::NoProject(_) => exit::USAGE,
             _ => exit::INTERNAL,
         }
     }
@@ -72,20 +76,34 @@ impl JbError {
         }
     }
 
+    /// A pipeline error of no particular kind at `line` and `column` (1-based) of `file`.
     pub fn pipeline(
         file: impl Into<PathBuf>,
         line: usize,
         column: usize,
         message: impl Into<String>,
     ) -> Self {
-        JbError::Pipeline {
-            at: Location {
-                file: file.into(),
-                line,
-                column,
-            },
-            message: message.into(),
+        let span = Span {
+            offset: 0,
+            len: 0,
+            line,
+            column,
+        };
+        PipelineError::new(file, span, PipelineErrorKind::Invalid(message.into())).into()
+    }
+
+    /// The pipeline error this is, if it is one.
+    pub fn as_pipeline(&self) -> Option<&PipelineError> {
+        match self {
+            JbError::Pipeline(p) => Some(p),
+            _ => None,
         }
+    }
+}
+
+impl From<PipelineError> for JbError {
+    fn from(e: PipelineError) -> Self {
+        JbError::Pipeline(Box::new(e))
     }
 }
 

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{JbError, Result};
+use crate::pipeline::error::{utf8_text, PipelineError};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,14 +55,10 @@ pub struct ContextPack {
 impl ContextPack {
     pub fn load(dir: &Path) -> Result<ContextPack> {
         let path = dir.join("manifest.yaml");
-        let text = std::fs::read_to_string(&path).map_err(|e| JbError::io(&path, e))?;
-        let manifest: Manifest = serde_norway::from_str(&text).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((1, 1));
-            JbError::pipeline(&path, line, column, e.to_string())
-        })?;
+        let bytes = std::fs::read(&path).map_err(|e| JbError::io(&path, e))?;
+        let text = utf8_text(&path, bytes)?;
+        let manifest: Manifest = serde_norway::from_str(&text)
+            .map_err(|e| PipelineError::from_serde(&path, &text, None, &e))?;
         let pack = ContextPack {
             dir: dir.to_path_buf(),
             manifest,

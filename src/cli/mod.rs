@@ -190,20 +190,19 @@ pub fn main() -> i32 {
     }
 }
 
-/// A pipeline error drawn with its source line, on a terminal only.
+/// A pipeline error as the diagnostics style asks (see [`crate::pipeline::diagnostic`]).
 fn rendered(e: &anyhow::Error) -> Option<String> {
-    use std::io::IsTerminal;
-    let Some(JbError::Pipeline { at, message }) = e.downcast_ref::<JbError>() else {
-        return None;
-    };
-    if !std::io::stderr().is_terminal() || std::env::var_os("NO_COLOR").is_some() {
+    use crate::pipeline::diagnostic::{render, Style};
+    let err = e.downcast_ref::<JbError>()?.as_pipeline()?;
+    let style = Style::from_env();
+    if style == Style::Plain {
         return None;
     }
     let cwd = std::env::current_dir().ok()?;
     let root = crate::project::Project::discover(&cwd, None, None, None)
         .map(|p| p.root)
         .unwrap_or(cwd);
-    crate::pipeline::diagnostic::render(at, message, &root)
+    Some(render(err, style, &root))
 }
 
 fn run(cli: Cli) -> anyhow::Result<i32> {

@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use crate::error::{JbError, Result};
+use super::error::{PipelineError, PipelineErrorKind};
+use super::span::Span;
+use crate::error::Result;
 
 /// The most nesting levels (block and flow together) a pipeline may use.
 pub const MAX_DEPTH: usize = 64;
@@ -12,12 +14,16 @@ pub const MAX_DEPTH: usize = 64;
 /// Refuse text nested deeper than [`MAX_DEPTH`] levels, naming file, line and column.
 pub fn check(path: &Path, text: &str) -> Result<()> {
     match first_too_deep(text, MAX_DEPTH) {
-        Some((line, column, depth)) => Err(JbError::pipeline(
+        Some((line, column, depth)) => Err(PipelineError::new(
             path,
-            line,
-            column,
-            format!("nested deeper than {MAX_DEPTH} levels ({depth} here): pipelines are not that deep; refused before parsing"),
-        )),
+            Span::at_line_col(text, line, column),
+            PipelineErrorKind::TooDeep {
+                max: MAX_DEPTH,
+                depth,
+            },
+        )
+        .with_text(text)
+        .into()),
         None => Ok(()),
     }
 }

@@ -2,11 +2,13 @@
 
 pub mod depth;
 pub mod diagnostic;
-pub mod locate;
+pub mod error;
 pub mod paths;
 pub mod schema;
 pub mod space;
+pub mod span;
 pub mod template;
+pub mod tree;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -15,30 +17,60 @@ use serde_json::{json, Value};
 
 use crate::error::{JbError, Location, Result};
 use crate::project::Project;
+use crate::yaml_path;
+use error::{utf8_text, PipelineError, PipelineErrorKind as Kind};
 pub use schema::{Axis, AxisDef, CachePolicy, PipelineFile, StepDef, StepKind};
+use span::Span;
 use template::{fill, fill_value, Vars};
+use tree::{Seg, SpanTree};
 
-/// A parsed pipeline file with its text (kept for locating errors).
+/// A parsed pipeline file with its text and the place of each of its YAML nodes (for errors).
 #[derive(Debug, Clone)]
 pub struct LoadedPipeline {
     pub name: String,
     pub path: PathBuf,
     pub text: String,
     pub file: PipelineFile,
+    pub tree: SpanTree,
 }
 
 impl LoadedPipeline {
-    pub fn error_at(&self, key_path: &[&str], message: impl Into<String>) -> JbError {
-        let (line, column) = locate::locate_key(&self.text, key_path);
-        JbError::pipeline(&self.path, line, column, message)
+    /// An error at `span` of this file.
+    pub fn error(&self, span: Span, kind: Kind) -> JbError {
+        PipelineError::new(&self.path, span, kind)
+            .with_text(&self.text)
+            .into()
     }
 
-    pub fn location(&self, key_path: &[&str]) -> Location {
-        let (line, column) = locate::locate_key(&self.text, key_path);
+    /// An error at the value found at `path` (or the deepest part of it that exists).
+    pub fn value_error(&self, path: &[Seg], kind: Kind) -> JbError {
+        self.error(self.tree.value(path), kind)
+    }
+
+    /// An error at the key that ends `path` (or the deepest part of it that exists).
+    pub fn key_error(&self, path: &[Seg], kind: Kind) -> JbError {
+        self.error(self.tree.key(path), kind)
+    }
+
+    /// Where the value at `rest` under step `step` is.
+    pub fn step_span(&self, step: &str, rest: &[Seg]) -> Span {
+        let mut path = vec![Seg::Key("steps"), Seg::Key(step)];
+        path.extend_from_slice(rest);
+        self.tree.value(&path)
+    }
+
+    /// An error at the value found at `rest` under step `step`.
+    pub fn step_error(&self, step: &str, rest: &[Seg], kind: Kind) -> JbError {
+        self.error(self.step_span(step, rest), kind)
+    }
+
+    /// Where the key at `path` is.
+    pub fn location(&self, path: &[Seg]) -> Location {
+        let span = self.tree.key(path);
         Location {
             file: self.path.clone(),
-            line,
-            column,
+            line: span.line,
+            column: span.column,
         }
     }
 }
@@ -100,19 +132,10 @@ pub struct ExpandContext {
 
 pub fn parse_pipeline(path: &Path, text: &str) -> Result<LoadedPipeline> {
     depth::check(path, text)?;
-    let file: PipelineFile = serde_norway::from_str(text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((1, 1));
-        let msg = e.to_string();
-        // serde_norway appends " at line L column C"; the location is already in front.
-        let msg = match msg.find(" at line ") {
-            Some(i) => msg[..i].to_string(),
-            None => msg,
-        };
-        JbError::pipeline(path, line, column, msg)
-    })?;
+    let tree = SpanTree::parse(text)
+        .map_err(|(span, kind)| PipelineError::new(path, span, kind).with_text(text))?;
+    let file: PipelineFile = serde_norway::from_str(text)
+        .map_err(|e| PipelineError::from_serde(path, text, Some(&tree), &e))?;
     let name = file.name.clone().unwrap_or_else(|| {
         path.file_stem()
             .unwrap_or_default()
@@ -124,64 +147,72 @@ pub fn parse_pipeline(path: &Path, text: &str) -> Result<LoadedPipeline> {
         path: path.to_path_buf(),
         text: text.to_string(),
         file,
+        tree,
     };
-    if !valid_name(&loaded.name) {
-        return Err(loaded.error_at(
-            &["name"],
-            format!(
-                "invalid pipeline name `{}`: use letters, digits, `-` and `_`",
-                loaded.name
-            ),
+    validate(&loaded)?;
+    Ok(loaded)
+}
+
+/// What a pipeline file must satisfy on its own (before expansion).
+fn validate(p: &LoadedPipeline) -> Result<()> {
+    if !valid_name(&p.name) {
+        return Err(p.value_error(
+            &yaml_path!["name"],
+            Kind::InvalidPipelineName(p.name.clone()),
         ));
     }
-    if loaded.file.steps.is_empty() {
-        return Err(loaded.error_at(&["steps"], "a pipeline needs at least one step"));
+    if p.file.steps.is_empty() {
+        return Err(p.value_error(&yaml_path!["steps"], Kind::NoSteps));
     }
-    if let Some(bad) = loaded
+    if let Some((i, bad)) = p
         .file
         .allow_outside
         .iter()
-        .find(|r| !Path::new(r).is_absolute() || r.split('/').any(|c| c == ".."))
+        .enumerate()
+        .find(|(_, r)| !Path::new(r).is_absolute() || r.split('/').any(|c| c == ".."))
     {
-        return Err(loaded.error_at(
-            &["allow_outside"],
-            format!("allow_outside: `{bad}` is not an absolute path without `..`"),
+        return Err(p.value_error(
+            &yaml_path!["allow_outside", i],
+            Kind::AllowOutside(bad.clone()),
         ));
     }
-    for (name, def) in &loaded.file.steps {
+    for (name, def) in &p.file.steps {
+        let key = yaml_path!["steps", name];
         if !valid_name(name) {
-            return Err(loaded.error_at(
-                &["steps", name],
-                format!("invalid step name `{name}`: use letters, digits, `-` and `_`"),
-            ));
+            return Err(p.key_error(&key, Kind::InvalidStepName(name.clone())));
         }
         if def.kind == StepKind::Command && def.run.is_none() {
-            return Err(loaded.error_at(
-                &["steps", name],
-                format!("step `{name}`: a `command` step needs `run`"),
-            ));
+            return Err(p.key_error(&key, Kind::CommandNeedsRun(name.clone())));
         }
         if def.kind != StepKind::Command && def.run.is_some() {
-            return Err(loaded.error_at(
-                &["steps", name, "run"],
-                format!("step `{name}`: `run` is only for `command` steps"),
+            return Err(p.key_error(
+                &yaml_path!["steps", name, "run"],
+                Kind::RunNotForKind(name.clone()),
             ));
         }
-        for axis in &def.foreach {
-            axis.axis().map_err(|m| {
-                loaded.error_at(&["steps", name, "foreach"], format!("step `{name}`: {m}"))
+        for (i, axis) in def.foreach.iter().enumerate() {
+            axis.axis().map_err(|message| {
+                p.step_error(
+                    name,
+                    &yaml_path!["foreach", i],
+                    Kind::Foreach {
+                        step: name.clone(),
+                        message,
+                    },
+                )
             })?;
         }
         if let Some(t) = def.timeout {
             if t <= 0.0 || !t.is_finite() {
-                return Err(loaded.error_at(
-                    &["steps", name, "timeout"],
-                    format!("step `{name}`: timeout must be a positive number of seconds"),
+                return Err(p.step_error(
+                    name,
+                    &yaml_path!["timeout"],
+                    Kind::BadTimeout(name.clone()),
                 ));
             }
         }
     }
-    Ok(loaded)
+    Ok(())
 }
 
 fn valid_name(s: &str) -> bool {
@@ -202,33 +233,6 @@ pub fn default_scale(backend: &str) -> &'static str {
     }
 }
 
-/// A pipeline file's text; a file that is not UTF-8 is a pipeline error at its first bad byte.
-fn utf8_text(rel: &Path, bytes: Vec<u8>) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let bytes = e.as_bytes();
-        let at = e.utf8_error().valid_up_to();
-        let before = &bytes[..at];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&before[line_start..])
-            .chars()
-            .count()
-            + 1;
-        JbError::pipeline(
-            rel,
-            line,
-            column,
-            format!(
-                "the file is not UTF-8 text (byte 0x{:02x} at offset {at}); save it as UTF-8",
-                bytes[at]
-            ),
-        )
-    })
-}
-
 pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
     let dir = project.pipelines_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -245,13 +249,12 @@ pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
         let text = utf8_text(&rel, bytes)?;
         let p = parse_pipeline(&rel, &text)?;
         if let Some(other) = out.iter().find(|o| o.name == p.name) {
-            return Err(p.error_at(
-                &["name"],
-                format!(
-                    "pipeline name `{}` is also used by {}",
-                    p.name,
-                    other.path.display()
-                ),
+            return Err(p.value_error(
+                &yaml_path!["name"],
+                Kind::DuplicatePipelineName {
+                    name: p.name.clone(),
+                    other: other.path.clone(),
+                },
             ));
         }
         out.push(p);
@@ -270,6 +273,7 @@ pub fn expand(
     // (pipeline, step) -> instance indices
     let mut by_def: HashMap<(String, String), Vec<usize>> = HashMap::new();
     let mut needs_of: Vec<Vec<(String, String)>> = Vec::new();
+    let mut pending_of: Vec<Pending> = Vec::new();
     for p in &pipelines {
         for (name, def) in &p.file.steps {
             let instances = expand_step(project, p, name, def, ctx)?;
@@ -281,23 +285,28 @@ pub fn expand(
                     None => (p.name.clone(), n.clone()),
                 })
                 .collect();
-            for (pp, s) in &needs {
+            for (j, (pp, s)) in needs.iter().enumerate() {
                 let exists = pipelines
                     .iter()
                     .any(|q| q.name == *pp && q.file.steps.contains_key(s));
                 if !exists {
-                    return Err(p.error_at(
-                        &["steps", name, "needs"],
-                        format!("step `{name}` needs `{pp}/{s}`, which does not exist"),
+                    return Err(p.step_error(
+                        name,
+                        &yaml_path!["needs", j],
+                        Kind::UnknownStep {
+                            step: name.clone(),
+                            target: format!("{pp}/{s}"),
+                        },
                     ));
                 }
             }
-            for inst in instances {
+            for (inst, pending) in instances {
                 by_def
                     .entry((p.name.clone(), name.clone()))
                     .or_default()
                     .push(steps.len());
                 needs_of.push(needs.clone());
+                pending_of.push(pending);
                 steps.push(inst);
             }
         }
@@ -308,34 +317,32 @@ pub fn expand(
         .iter()
         .flat_map(|s| s.outputs.iter().cloned())
         .collect();
-    for s in steps.iter_mut() {
-        if let Some(missing) = s
-            .inputs
+    for (s, pending) in steps.iter_mut().zip(&pending_of) {
+        if let Some((missing, j)) = pending
             .iter()
-            .find(|i| !produced.contains(*i) && !project.root.join(i).exists())
+            .find(|(i, _)| !produced.contains(i) && !project.root.join(i).exists())
         {
-            let p = pipelines
-                .iter()
-                .find(|p| p.name == s.pipeline)
-                .expect("pipeline of step");
-            return Err(p.error_at(
-                &["steps", &s.name, "inputs"],
-                format!(
-                    "step `{}`: input `{missing}` matches no file and no step produces it",
-                    s.name
-                ),
+            return Err(pipeline_of(&pipelines, s).step_error(
+                &s.name,
+                &yaml_path!["inputs", *j],
+                Kind::InputNotProduced {
+                    step: s.name.clone(),
+                    input: missing.clone(),
+                },
             ));
         }
         s.inputs.retain(|i| !produced.contains(i));
     }
-    let mut seen_ids: HashMap<String, usize> = HashMap::new();
+    let mut seen_ids: HashMap<&str, usize> = HashMap::new();
     for (i, s) in steps.iter().enumerate() {
-        if let Some(j) = seen_ids.insert(s.id.clone(), i) {
-            let _ = j;
-            return Err(JbError::Pipeline {
-                at: s.at.clone(),
-                message: format!("two instances of step `{}` have the same id `{}`: give `foreach` a variable that tells them apart", s.name, s.id),
-            });
+        if seen_ids.insert(&s.id, i).is_some() {
+            return Err(pipeline_of(&pipelines, s).key_error(
+                &yaml_path!["steps", &s.name],
+                Kind::DuplicateId {
+                    step: s.name.clone(),
+                    id: s.id.clone(),
+                },
+            ));
         }
     }
     for i in 0..steps.len() {
@@ -355,8 +362,16 @@ pub fn expand(
         deps.dedup();
         steps[i].deps = deps;
     }
-    check_cycles(&pipelines, &steps)?;
+    check_cycles(&pipelines, &steps, &needs_of)?;
     Ok(PipelineSet { pipelines, steps })
+}
+
+/// The pipeline a step instance comes from.
+fn pipeline_of<'a>(pipelines: &'a [LoadedPipeline], s: &Step) -> &'a LoadedPipeline {
+    pipelines
+        .iter()
+        .find(|p| p.name == s.pipeline)
+        .expect("pipeline of step")
 }
 
 /// Instances join when they agree on every variable they share.
@@ -366,7 +381,13 @@ fn joins(a: &Vars, b: &Vars) -> bool {
         .all(|(k, v)| b.get(k).is_none_or(|w| w == v))
 }
 
-fn check_cycles(pipelines: &[LoadedPipeline], steps: &[Step]) -> Result<()> {
+/// A cycle is an error at the first of its steps' `needs` entries that names another step of
+/// the cycle.
+fn check_cycles(
+    pipelines: &[LoadedPipeline],
+    steps: &[Step],
+    needs_of: &[Vec<(String, String)>],
+) -> Result<()> {
     let mut g = petgraph::graph::DiGraph::<usize, ()>::new();
     let nodes: Vec<_> = (0..steps.len()).map(|i| g.add_node(i)).collect();
     for (i, s) in steps.iter().enumerate() {
@@ -383,19 +404,22 @@ fn check_cycles(pipelines: &[LoadedPipeline], steps: &[Step]) -> Result<()> {
                 .collect();
             names.sort();
             names.dedup();
-            let first = &steps[g[scc[0]]];
-            let p = pipelines
-                .iter()
-                .find(|p| p.name == first.pipeline)
-                .expect("pipeline of step");
-            return Err(p.error_at(
-                &["steps", &first.name, "needs"],
-                format!("dependency cycle: {}", names.join(" -> ")),
+            let first = g[scc[0]];
+            let in_cycle = |(pp, s): &(String, String)| names.contains(&format!("{pp}/{s}"));
+            let j = needs_of[first].iter().position(in_cycle).unwrap_or(0);
+            let first = &steps[first];
+            return Err(pipeline_of(pipelines, first).step_error(
+                &first.name,
+                &yaml_path!["needs", j],
+                Kind::Cycle(names),
             ));
         }
     }
     Ok(())
 }
+
+/// Inputs of an instance that name no file yet, with their place in the step's `inputs`.
+type Pending = Vec<(String, usize)>;
 
 fn expand_step(
     project: &Project,
@@ -403,12 +427,48 @@ fn expand_step(
     name: &str,
     def: &StepDef,
     ctx: &ExpandContext,
-) -> Result<Vec<Step>> {
-    let err =
-        |key: &str, msg: String| p.error_at(&["steps", name, key], format!("step `{name}`: {msg}"));
+) -> Result<Vec<(Step, Pending)>> {
+    let step = || name.to_string();
+    let at = |rest: &[Seg], kind: Kind| p.step_error(name, rest, kind);
+    let foreach = |i: usize, message: String| {
+        at(
+            &yaml_path!["foreach", i],
+            Kind::Foreach {
+                step: step(),
+                message,
+            },
+        )
+    };
+    // At the placeholder itself (`{name}` in backquotes in the message), within the value.
+    let template = |rest: &[Seg], message: String| {
+        let mut span = p.step_span(name, rest);
+        if let Some(placeholder) = message.split('`').find(|w| w.starts_with('{')) {
+            span = span.narrow(&p.text, placeholder);
+        }
+        p.error(
+            span,
+            Kind::Template {
+                step: step(),
+                message,
+            },
+        )
+    };
+    let escape = |rest: &[Seg], message: String| {
+        at(
+            rest,
+            Kind::PathEscape {
+                step: step(),
+                message,
+            },
+        )
+    };
     let allowed: Vec<PathBuf> = p.file.allow_outside.iter().map(PathBuf::from).collect();
     let roots = paths::Roots::new(&project.root, &allowed);
-    let inside = |key: &str, path: &str| roots.check(&project.root, path).map_err(|m| err(key, m));
+    let inside = |rest: &[Seg], path: &str| {
+        roots
+            .check(&project.root, path)
+            .map_err(|m| escape(rest, m))
+    };
     let mut base = Vars::new();
     base.insert("scale".into(), json!(ctx.scale));
     base.insert("backend".into(), json!(ctx.backend));
@@ -416,8 +476,8 @@ fn expand_step(
     base.insert("step".into(), json!(name));
     let builtin: Vec<String> = base.keys().cloned().collect();
     let mut bindings: Vec<Vars> = vec![base];
-    for axis_def in &def.foreach {
-        let axis = axis_def.axis().map_err(|m| err("foreach", m))?;
+    for (i, axis_def) in def.foreach.iter().enumerate() {
+        let axis = axis_def.axis().map_err(|m| foreach(i, m))?;
         let mut next = Vec::new();
         for b in &bindings {
             match &axis {
@@ -425,13 +485,20 @@ fn expand_step(
                     pattern,
                     allow_empty,
                 } => {
+                    let here = yaml_path!["foreach", i, "match"];
                     let pattern = fill(pattern, &without_placeholders(b, pattern))
-                        .map_err(|m| err("foreach", m))?;
-                    inside("foreach", &pattern)?;
+                        .map_err(|m| template(&here, m))?;
+                    inside(&here, &pattern)?;
                     let matches = paths::try_match_pattern(&project.root, &pattern)
-                        .map_err(|m| err("foreach", m))?;
+                        .map_err(|m| escape(&here, m))?;
                     if matches.is_empty() && !allow_empty {
-                        return Err(err("foreach", format!("pattern `{pattern}` matches nothing (add `allow_empty: true` if that is expected)")));
+                        return Err(at(
+                            &here,
+                            Kind::GlobMatchesNothing {
+                                step: step(),
+                                pattern,
+                            },
+                        ));
                     }
                     for (_, vars) in matches {
                         let mut v = b.clone();
@@ -445,7 +512,13 @@ fn expand_step(
                     let mut combos = vec![b.clone()];
                     for (k, vals) in values {
                         if vals.is_empty() {
-                            return Err(err("foreach", format!("`{k}` has no values")));
+                            return Err(at(
+                                &yaml_path!["foreach", i, "values", k],
+                                Kind::Foreach {
+                                    step: step(),
+                                    message: format!("`{k}` has no values"),
+                                },
+                            ));
                         }
                         combos = combos
                             .into_iter()
@@ -461,13 +534,17 @@ fn expand_step(
                     next.extend(combos);
                 }
                 Axis::Grid(path) => {
-                    let rel = fill(path, b).map_err(|m| err("foreach", m))?;
-                    inside("foreach", &rel)?;
+                    let here = yaml_path!["foreach", i, "grid"];
+                    let rel = fill(path, b).map_err(|m| template(&here, m))?;
+                    inside(&here, &rel)?;
                     let full = project.root.join(&rel);
                     if !full.is_file() {
-                        return Err(err(
-                            "foreach",
-                            format!("search space `{rel}` does not exist"),
+                        return Err(at(
+                            &here,
+                            Kind::Foreach {
+                                step: step(),
+                                message: format!("search space `{rel}` does not exist"),
+                            },
                         ));
                     }
                     let space = space::load_space(&full).map_err(|e| relabel(e, &rel))?;
@@ -483,7 +560,7 @@ fn expand_step(
         bindings = next;
     }
     let mut out = Vec::new();
-    let at = p.location(&["steps", name]);
+    let step_at = p.location(&yaml_path!["steps", name]);
     for vars in bindings {
         let shown: Vec<String> = vars
             .iter()
@@ -495,55 +572,67 @@ fn expand_step(
         } else {
             format!("{}/{}[{}]", p.name, name, shown.join(","))
         };
-        let params = fill_value(&def.params, &vars).map_err(|m| err("params", m))?;
+        let params = fill_value(&def.params, &vars).map_err(|m| {
+            let mut here = yaml_path!["params"].to_vec();
+            unfillable(&def.params, &vars, &mut here);
+            template(&here, m)
+        })?;
         let run = def
             .run
             .as_ref()
             .map(|r| template::fill_shell(r, &vars))
             .transpose()
-            .map_err(|m| err("run", m))?;
-        let outputs = def
-            .outputs
-            .iter()
-            .map(|o| fill(o, &vars))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|m| err("outputs", m))?;
-        for o in &outputs {
-            inside("outputs", o)?;
+            .map_err(|m| template(&yaml_path!["run"], m))?;
+        let mut outputs = Vec::new();
+        for (j, o) in def.outputs.iter().enumerate() {
+            let here = yaml_path!["outputs", j];
+            let o = fill(o, &vars).map_err(|m| template(&here, m))?;
+            inside(&here, &o)?;
+            outputs.push(o);
         }
         for (key, path) in param_paths(&params) {
-            inside("params", path).map_err(|e| match e {
-                JbError::Pipeline { at, message } => JbError::Pipeline {
-                    at,
-                    message: format!("{message} (params.{key})"),
-                },
-                other => other,
-            })?;
+            let here: Vec<Seg> = std::iter::once("params")
+                .chain(key.split('.'))
+                .map(Seg::Key)
+                .collect();
+            roots
+                .check(&project.root, path)
+                .map_err(|m| escape(&here, format!("{m} (params.{key})")))?;
         }
         let mut inputs = Vec::new();
-        for pattern in &def.inputs {
-            let pat = fill(pattern, &vars).map_err(|m| err("inputs", m))?;
-            inside("inputs", &pat)?;
+        let mut pending = Vec::new();
+        for (j, pattern) in def.inputs.iter().enumerate() {
+            let here = yaml_path!["inputs", j];
+            let pat = fill(pattern, &vars).map_err(|m| template(&here, m))?;
+            inside(&here, &pat)?;
             let files =
-                paths::try_expand_files(&project.root, &pat).map_err(|m| err("inputs", m))?;
+                paths::try_expand_files(&project.root, &pat).map_err(|m| escape(&here, m))?;
             for f in &files {
-                inside("inputs", f)?;
+                inside(&here, f)?;
             }
             if files.is_empty() {
                 if pat.contains(['*', '?', '[']) {
-                    return Err(err("inputs", format!("input `{pat}` matches no file")));
+                    return Err(at(
+                        &here,
+                        Kind::InputMatchesNothing {
+                            step: step(),
+                            input: pat,
+                        },
+                    ));
                 }
                 // Perhaps produced by another step: checked once every step is expanded.
-                inputs.push(pat);
+                inputs.push(pat.clone());
+                pending.push((pat, j));
                 continue;
             }
             inputs.extend(files);
         }
         for implied in implied_inputs(def.kind, &params) {
+            let here = yaml_path!["params"];
             let files =
-                paths::try_expand_files(&project.root, &implied).map_err(|m| err("params", m))?;
+                paths::try_expand_files(&project.root, &implied).map_err(|m| escape(&here, m))?;
             for f in &files {
-                inside("params", f)?;
+                inside(&here, f)?;
             }
             inputs.extend(files);
         }
@@ -551,27 +640,46 @@ fn expand_step(
         inputs.dedup();
         let mut vars = vars;
         vars.retain(|k, _| !builtin.contains(k));
-        out.push(Step {
-            id,
-            pipeline: p.name.clone(),
-            name: name.to_string(),
-            kind: def.kind,
-            vars,
-            params,
-            inputs,
-            outputs,
-            run,
-            deps: Vec::new(),
-            resources: def.resources.clone(),
-            timeout: def.timeout,
-            memory_mb: def.memory_mb,
-            cache: def.cache,
-            salt: def.salt.clone(),
-            default: p.file.default,
-            at: at.clone(),
-        });
+        out.push((
+            Step {
+                id,
+                pipeline: p.name.clone(),
+                name: name.to_string(),
+                kind: def.kind,
+                vars,
+                params,
+                inputs,
+                outputs,
+                run,
+                deps: Vec::new(),
+                resources: def.resources.clone(),
+                timeout: def.timeout,
+                memory_mb: def.memory_mb,
+                cache: def.cache,
+                salt: def.salt.clone(),
+                default: p.file.default,
+                at: step_at.clone(),
+            },
+            pending,
+        ));
     }
     Ok(out)
+}
+
+/// Extend `path` down to the first string of `v` whose placeholders cannot be filled.
+fn unfillable<'v>(v: &'v Value, vars: &Vars, path: &mut Vec<Seg<'v>>) -> bool {
+    match v {
+        Value::String(_) => fill_value(v, vars).is_err(),
+        Value::Array(a) => a.iter().enumerate().any(|(i, x)| {
+            path.push(Seg::Item(i));
+            unfillable(x, vars, path) || path.pop().is_none()
+        }),
+        Value::Object(o) => o.iter().any(|(k, x)| {
+            path.push(Seg::Key(k));
+            unfillable(x, vars, path) || path.pop().is_none()
+        }),
+        _ => false,
+    }
 }
 
 /// Bindings minus the names a pattern binds itself (so `{workload}` in a later pattern matches
@@ -594,9 +702,9 @@ fn without_placeholders(vars: &Vars, pattern: &str) -> Vars {
 
 fn relabel(e: JbError, rel: &str) -> JbError {
     match e {
-        JbError::Pipeline { mut at, message } => {
-            at.file = PathBuf::from(rel);
-            JbError::Pipeline { at, message }
+        JbError::Pipeline(mut p) => {
+            p.file = PathBuf::from(rel);
+            JbError::Pipeline(p)
         }
         other => other,
     }

@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::error::{utf8_text, PipelineError};
 use crate::error::{JbError, Result};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -32,14 +33,10 @@ pub struct Config {
 }
 
 pub fn load_space(path: &Path) -> Result<SpaceFile> {
-    let text = std::fs::read_to_string(path).map_err(|e| JbError::io(path, e))?;
-    serde_norway::from_str(&text).map_err(|e| {
-        let (line, col) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((1, 1));
-        JbError::pipeline(path, line, col, e.to_string())
-    })
+    let bytes = std::fs::read(path).map_err(|e| JbError::io(path, e))?;
+    let text = utf8_text(path, bytes)?;
+    Ok(serde_norway::from_str(&text)
+        .map_err(|e| PipelineError::from_serde(path, &text, None, &e))?)
 }
 
 pub fn value_name(v: &Value) -> String {

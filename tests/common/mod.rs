@@ -71,6 +71,7 @@ impl TestProject {
         c.args(args)
             .current_dir(self.path())
             .env_remove("JB_CACHE_DIR")
+            .env_remove("JB_DIAGNOSTICS")
             .env("NO_COLOR", "1");
         c
     }
