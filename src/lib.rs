@@ -14,6 +14,7 @@ pub mod exec;
 pub mod fingerprint;
 pub mod graph;
 pub mod key;
+pub mod outcome;
 pub mod pipeline;
 pub mod project;
 pub mod pyenv;

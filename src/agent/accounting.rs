@@ -73,7 +73,7 @@ impl Outcome {
     /// the worst of the candidate's stages, so a kernel rejected while profiled is `Incorrect`
     /// whatever speedup its timing showed.
     pub fn of_eval(status: &str, speedup: Option<f64>) -> Outcome {
-        use crate::exec::status::{OutcomeClass, StepStatus};
+        use crate::outcome::status::{OutcomeClass, StepStatus};
         match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
             Ok(OutcomeClass::Correct) if status == "correct" => {
                 if speedup.is_some_and(|s| s > 1.0) {
