@@ -16,7 +16,9 @@
 //! - [`translate`]: the `translate` step (cached in jb's action records) and its pipeline;
 //! - [`accounting`]: outcome counts, best-so-far, geomean (floor 1x), fast1@N;
 //! - [`store`]: the run database tables (`agent_runs`, `agent_samples`);
-//! - [`table`]: the summary table `jb agent` prints.
+//! - [`table`]: the summary table `jb agent` prints;
+//! - [`runner`]: the [`methods::Runner`] of `jb agent` (translate steps and evaluations run by
+//!   the build engine).
 
 pub mod accounting;
 #[allow(clippy::module_inception)]
@@ -32,6 +34,7 @@ pub mod file_agent;
 pub mod hardware;
 pub mod methods;
 pub mod prompt;
+pub mod runner;
 pub mod store;
 pub mod table;
 pub mod translate;

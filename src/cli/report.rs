@@ -9,8 +9,8 @@ use crate::cache::Cache;
 use crate::error::{exit, JbError};
 use crate::report::{self, Format};
 
-use super::session;
 use super::GlobalOpts;
+use crate::session;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -23,7 +23,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(global: &GlobalOpts, args: ReportArgs) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
+    let project = session::project(&global.session())?;
     let mut formats = args
         .format
         .iter()
