@@ -22,3 +22,4 @@ pub mod pyenv;
 pub mod report;
 pub mod resolve;
 pub mod session;
+pub mod stats;

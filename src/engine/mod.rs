@@ -724,10 +724,7 @@ fn pool_samples(earlier: &[(i64, f64)], current: &[f64], result: &mut Value) {
     }
     if let Value::Object(m) = result {
         m.insert("measurements".into(), json!(runs.len() + 1));
-        m.insert(
-            "pooled_median_ms".into(),
-            json!(crate::report::stats::median(&v)),
-        );
+        m.insert("pooled_median_ms".into(), json!(crate::stats::median(&v)));
         m.insert("pooled_samples".into(), json!(v.len()));
     }
 }

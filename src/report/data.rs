@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::methods::{candidate_sample, MethodData, MethodSample, Outcome};
 use super::peaks::{self, Peak, PEAK_STEP};
 use super::records::{Rec, RecordSet};
-use super::stats::{self, Speedup, Trajectory, FAST_P};
+use crate::stats::{self, Speedup, Trajectory, FAST_P};
 
 /// What a report is built from.
 #[derive(Debug, Clone, Default)]

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::records::RecordSet;
-use super::stats::Speedup;
 use super::ReportError;
 use crate::cache::Cache;
+use crate::stats::Speedup;
 
 /// The paper's per-sample outcome classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -15,7 +15,8 @@ pub mod paired;
 pub mod peaks;
 pub mod plots;
 pub mod records;
-pub mod stats;
+/// The statistics live in [`crate::stats`] (one module for the report, the agent and eval).
+pub use crate::stats;
 pub mod tables;
 
 use std::collections::BTreeMap;
