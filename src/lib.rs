@@ -8,6 +8,7 @@ pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod device;
 pub mod engine;
 pub mod error;
 pub mod eval;

@@ -7,7 +7,7 @@
 //! - [`client`] (OpenAI-compatible endpoint), [`command_agent`], [`file_agent`]: the agents;
 //! - [`backoff`]: retry delays (exponential, honouring `Retry-After`);
 //! - [`extract`]: the code of an answer (its largest, last ```python block);
-//! - [`hardware`]: the device table the prompt preamble is written from;
+//! - `hardware`: the device table the prompt preamble is written from ([`crate::device`]);
 //! - [`benchmark`]: the benchmark line (the worker's `describe`, cached) and reference source;
 //! - [`context`]: the context pack (`context/` in the repository) of `iterative-ctx`;
 //! - [`prompt`]: prompt text (preamble, benchmark line, reference, feedback, profile, source);
@@ -31,7 +31,8 @@ pub mod context;
 pub mod extract;
 pub mod feedback;
 pub mod file_agent;
-pub mod hardware;
+/// The device table (kept at this path for existing callers).
+pub use crate::device as hardware;
 pub mod methods;
 pub mod prompt;
 pub mod runner;

@@ -10,6 +10,7 @@ use super::result::{
 };
 use super::status::overall_status;
 use crate::cache::db::Db;
+use crate::device::roofline;
 use crate::engine::StepReport;
 use crate::outcome::{trust, StepStatus, Trust};
 use crate::report::paired;
@@ -34,6 +35,17 @@ pub fn find<'a>(steps: &'a [StepReport], id: &str) -> Option<&'a StepReport> {
     steps.iter().find(|s| s.step == id)
 }
 
+/// The achieved TFLOP/s of a profile result (its FLOPs over its median), computed here: the
+/// worker reports FLOPs and times only.
+fn tflops(result: &Value) -> Option<Value> {
+    let flops = result
+        .get("flops")
+        .and_then(Value::as_f64)
+        .filter(|f| *f > 0.0)?;
+    let ms = result.get("median_ms").and_then(Value::as_f64)?;
+    roofline::tflops(flops, ms).map(Value::from)
+}
+
 fn timing(r: Option<&StepReport>) -> Option<Timing> {
     let r = r?;
     let get = |k: &str| r.result.get(k).cloned();
@@ -46,7 +58,7 @@ fn timing(r: Option<&StepReport>) -> Option<Timing> {
                 .get("samples_ms")
                 .and_then(Value::as_array)
                 .map(Vec::len),
-            tflops: get("tflops"),
+            tflops: tflops(&r.result),
             interpret: get("interpret"),
             step: r.step.clone(),
             key: r.key.clone(),
@@ -401,7 +413,7 @@ mod tests {
             report(
                 &format!("baseline/profile{wl}"),
                 "ok",
-                json!({"median_ms": 2.0, "wall_median_ms": 2.5, "samples_ms": [2.0], "tflops": 0.1}),
+                json!({"median_ms": 2.0, "wall_median_ms": 2.5, "samples_ms": [2.0], "flops": 2e8}),
             ),
             report(
                 &format!("jb-eval/handtuned_profile{wl}"),
