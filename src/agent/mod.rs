@@ -16,7 +16,7 @@
 //! - [`translate`]: the `translate` step (cached in jb's action records) and its pipeline;
 //! - [`accounting`]: outcome counts, best-so-far, geomean (floor 1x), fast1@N;
 //! - [`store`]: the run database tables (`agent_runs`, `agent_samples`);
-//! - [`table`]: the summary table `jb agent` prints;
+//! - [`table`]: the summary table `jb agent` prints; [`report`]: what `jb agent --json` prints;
 //! - [`runner`]: the [`methods::Runner`] of `jb agent` (translate steps and evaluations run by
 //!   the build engine).
 
@@ -35,6 +35,7 @@ pub mod file_agent;
 pub use crate::device as hardware;
 pub mod methods;
 pub mod prompt;
+pub mod report;
 pub mod runner;
 pub mod store;
 pub mod table;

@@ -19,6 +19,7 @@ use crate::agent::context::ContextPack;
 use crate::agent::file_agent::FileAgent;
 use crate::agent::hardware::{self, Device};
 use crate::agent::methods::{self, Method, Plan, Sample};
+use crate::agent::report::{AgentReport, BenchmarkDetail};
 use crate::agent::store::{RunInfo, SampleRow, Store};
 use crate::agent::{benchmark, table, Agent, Sampling};
 use crate::engine::progress;
@@ -529,29 +530,18 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     store.finish_run(run_id, "ok", requests, cached, &summary_json, &benches_json)?;
     if global.json {
         let rows = store.samples(run_id)?;
-        let benchmarks: Vec<Value> = summaries
-            .iter()
-            .map(|b| {
-                let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
-                v["samples_detail"] = json!(rows
-                    .iter()
-                    .filter(|r| r.workload == b.workload)
-                    .collect::<Vec<_>>());
-                v
-            })
-            .collect();
-        let out = json!({
-            "run_id": run_id,
-            "name": run_name,
-            "method": method_name,
-            "params": params,
-            "agent": agent.identity(),
-            "budget": budget,
-            "requests": requests,
-            "cached_responses": cached,
-            "summary": summary_json,
-            "benchmarks": benchmarks,
-        });
+        let out = AgentReport {
+            run_id,
+            name: run_name,
+            method: method_name.into(),
+            params,
+            agent: agent.identity(),
+            budget,
+            requests,
+            cached_responses: cached,
+            benchmarks: BenchmarkDetail::all(&summaries, &rows),
+            summary,
+        };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!("{}", table::render(&title, &summaries, &summary));

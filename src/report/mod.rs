@@ -18,6 +18,7 @@ pub mod records;
 /// The statistics live in [`crate::stats`] (one module for the report, the agent and eval).
 pub use crate::stats;
 pub mod tables;
+pub mod written;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
