@@ -1,4 +1,4 @@
-"""Step statuses: the one vocabulary shared with the Rust engine (``src/exec/status.rs``).
+"""Step statuses: the one vocabulary shared with the Rust engine (``src/outcome/status.rs``).
 
 A worker result's ``status`` is one of these names. ``Status`` is a ``str`` enum, so a member
 compares equal to its name and serialises to it (``json.dumps({"status": Status.OK})``).

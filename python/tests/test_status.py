@@ -6,7 +6,7 @@ import re
 
 from jb.status import NAMES, Status
 
-RUST = pathlib.Path(__file__).resolve().parents[2] / "src" / "exec" / "status.rs"
+RUST = pathlib.Path(__file__).resolve().parents[2] / "src" / "outcome" / "status.rs"
 
 
 def rust_names() -> list[str]:

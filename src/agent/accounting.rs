@@ -2,11 +2,13 @@
 //! each, and the method's summary — geomean of the per-benchmark best speedup with a floor of 1x
 //! (a benchmark without a correct kernel counts as 1x), the mean of the same, the benchmarks
 //! with a correct kernel, and fast1@N (the share of benchmarks whose best kernel so far beats
-//! XLA after N samples each).
+//! XLA after N samples each). The numbers come from [`crate::stats`], as the report's do.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::stats::{self, Trajectory};
 
 /// What became of one sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -73,7 +75,7 @@ impl Outcome {
     /// the worst of the candidate's stages, so a kernel rejected while profiled is `Incorrect`
     /// whatever speedup its timing showed.
     pub fn of_eval(status: &str, speedup: Option<f64>) -> Outcome {
-        use crate::exec::status::{OutcomeClass, StepStatus};
+        use crate::outcome::status::{OutcomeClass, StepStatus};
         match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
             Ok(OutcomeClass::Correct) if status == "correct" => {
                 if speedup.is_some_and(|s| s > 1.0) {
@@ -90,32 +92,17 @@ impl Outcome {
     }
 }
 
-/// The best speedup after each sample (`None` until a sample is correct and timed).
-pub fn best_so_far(samples: &[(Outcome, Option<f64>)]) -> Vec<Option<f64>> {
-    let mut best: Option<f64> = None;
+/// The speedups of a benchmark's samples in budget order: `Some` for a correct, timed sample.
+pub fn trajectory(samples: &[(Outcome, Option<f64>)]) -> Trajectory {
     samples
         .iter()
-        .map(|(o, s)| {
-            if o.is_correct() {
-                if let Some(s) = s {
-                    best = Some(best.map_or(*s, |b| b.max(*s)));
-                }
-            }
-            best
-        })
+        .map(|(o, s)| if o.is_correct() { *s } else { None })
         .collect()
 }
 
-/// A benchmark's best speedup with the floor of 1x.
-pub fn floored(best: Option<f64>) -> f64 {
-    best.map_or(1.0, |b| b.max(1.0))
-}
-
-pub fn geomean(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() || xs.iter().any(|x| *x <= 0.0 || !x.is_finite()) {
-        return None;
-    }
-    Some((xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
+/// The best speedup after each sample (`None` until a sample is correct and timed).
+pub fn best_so_far(samples: &[(Outcome, Option<f64>)]) -> Vec<Option<f64>> {
+    stats::best_so_far(&trajectory(samples))
 }
 
 /// One benchmark's samples, summarised.
@@ -151,18 +138,14 @@ impl BenchmarkSummary {
             outcomes,
             correct: samples.iter().any(|(o, _)| o.is_correct()),
             best_speedup: best,
-            floored_speedup: floored(best),
+            floored_speedup: stats::floored(best),
             best_so_far: curve,
         }
     }
 
     /// Whether the best kernel after `n` samples (all of them when fewer) beats XLA.
     pub fn fast_after(&self, n: usize) -> bool {
-        if n == 0 || self.best_so_far.is_empty() {
-            return false;
-        }
-        let i = n.min(self.best_so_far.len()) - 1;
-        self.best_so_far[i].is_some_and(|s| s > 1.0)
+        stats::best(&self.best_so_far, Some(n)).is_some_and(|s| s > 1.0)
     }
 }
 
@@ -185,12 +168,8 @@ pub struct MethodSummary {
 }
 
 pub fn summarize(benches: &[BenchmarkSummary]) -> MethodSummary {
-    let floors: Vec<f64> = benches.iter().map(|b| b.floored_speedup).collect();
-    let n = benches.len();
-    let budget = benches.iter().map(|b| b.samples).max().unwrap_or(0);
-    let fast1 = (1..=budget)
-        .map(|k| benches.iter().filter(|b| b.fast_after(k)).count() as f64 / n.max(1) as f64)
-        .collect();
+    let bests: Vec<Option<f64>> = benches.iter().map(|b| b.best_speedup).collect();
+    let curves: Vec<Trajectory> = benches.iter().map(|b| b.best_so_far.clone()).collect();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     for b in benches {
         for (k, v) in &b.outcomes {
@@ -198,17 +177,13 @@ pub fn summarize(benches: &[BenchmarkSummary]) -> MethodSummary {
         }
     }
     MethodSummary {
-        benchmarks: n,
+        benchmarks: benches.len(),
         samples: benches.iter().map(|b| b.samples).sum(),
-        geomean_speedup: geomean(&floors).unwrap_or(1.0),
-        mean_speedup: if n == 0 {
-            1.0
-        } else {
-            floors.iter().sum::<f64>() / n as f64
-        },
+        geomean_speedup: stats::geomean_floor1(&bests).unwrap_or(1.0),
+        mean_speedup: stats::mean_floor1(&bests).unwrap_or(1.0),
         correct: benches.iter().filter(|b| b.correct).count(),
         faster: benches.iter().filter(|b| b.fast_after(b.samples)).count(),
-        fast1,
+        fast1: stats::fast1_at_n(&curves),
         outcomes,
     }
 }
@@ -288,7 +263,5 @@ mod tests {
         assert_eq!(m.geomean_speedup, 1.0);
         assert_eq!(m.mean_speedup, 1.0);
         assert!(m.fast1.is_empty());
-        assert_eq!(geomean(&[2.0, 8.0]), Some(4.0));
-        assert_eq!(geomean(&[]), None);
     }
 }

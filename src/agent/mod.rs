@@ -7,7 +7,7 @@
 //! - [`client`] (OpenAI-compatible endpoint), [`command_agent`], [`file_agent`]: the agents;
 //! - [`backoff`]: retry delays (exponential, honouring `Retry-After`);
 //! - [`extract`]: the code of an answer (its largest, last ```python block);
-//! - [`hardware`]: the device table the prompt preamble is written from;
+//! - `hardware`: the device table the prompt preamble is written from ([`crate::device`]);
 //! - [`benchmark`]: the benchmark line (the worker's `describe`, cached) and reference source;
 //! - [`context`]: the context pack (`context/` in the repository) of `iterative-ctx`;
 //! - [`prompt`]: prompt text (preamble, benchmark line, reference, feedback, profile, source);
@@ -16,7 +16,9 @@
 //! - [`translate`]: the `translate` step (cached in jb's action records) and its pipeline;
 //! - [`accounting`]: outcome counts, best-so-far, geomean (floor 1x), fast1@N;
 //! - [`store`]: the run database tables (`agent_runs`, `agent_samples`);
-//! - [`table`]: the summary table `jb agent` prints.
+//! - [`table`]: the summary table `jb agent` prints; [`report`]: what `jb agent --json` prints;
+//! - [`runner`]: the [`methods::Runner`] of `jb agent` (translate steps and evaluations run by
+//!   the build engine).
 
 pub mod accounting;
 #[allow(clippy::module_inception)]
@@ -29,9 +31,12 @@ pub mod context;
 pub mod extract;
 pub mod feedback;
 pub mod file_agent;
-pub mod hardware;
+/// The device table (kept at this path for existing callers).
+pub use crate::device as hardware;
 pub mod methods;
 pub mod prompt;
+pub mod report;
+pub mod runner;
 pub mod store;
 pub mod table;
 pub mod translate;

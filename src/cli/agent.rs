@@ -19,16 +19,18 @@ use crate::agent::context::ContextPack;
 use crate::agent::file_agent::FileAgent;
 use crate::agent::hardware::{self, Device};
 use crate::agent::methods::{self, Method, Plan, Sample};
+use crate::agent::report::{AgentReport, BenchmarkDetail};
 use crate::agent::store::{RunInfo, SampleRow, Store};
 use crate::agent::{benchmark, table, Agent, Sampling};
 use crate::engine::progress;
 use crate::error::{exit, JbError};
 use crate::exec::python::PythonExecutor;
 
-use super::agent_runner::EngineRunner;
-use super::eval::EvalSettings;
-use super::session::{worker_spec, Python, Session};
-use super::{resolve, GlobalOpts};
+use super::GlobalOpts;
+use crate::agent::runner::EngineRunner;
+use crate::eval::EvalSettings;
+use crate::resolve;
+use crate::session::{worker_spec, Python, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MethodArg {
@@ -313,14 +315,14 @@ fn row(s: &Sample, best: Option<f64>) -> SampleRow {
         xla_ms: s.eval.as_ref().and_then(|e| e.xla_ms),
         translate_key: s.translation.key.clone(),
         response_cached: s.translation.cached,
-        candidate: s.code().map(super::agent_runner::digest),
+        candidate: s.code().map(crate::agent::runner::digest),
     }
 }
 
 pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     let method = method_of(&args)?;
     let method_name = args.method.as_str();
-    let project = super::session::project(global)?;
+    let project = crate::session::project(&global.session())?;
     let mut workloads = Vec::new();
     for w in &args.workloads {
         let name = resolve::workload(&project, w)?;
@@ -353,9 +355,9 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     };
 
     // The environment: backend, scale and device come from the session.
-    let session = Session::open(global, Python::IfNeeded)?;
+    let session = Session::open(&global.session(), Python::IfNeeded)?;
     // Refuse before any request is sent when candidates could not be run safely.
-    super::eval::require_sandbox(&session)?;
+    crate::eval::require_sandbox(&session)?;
     let device = target
         .unwrap_or_else(|| hardware::from_fingerprint(&session.fingerprint, &session.backend));
     let worker_hash = session.key_context().worker_hash;
@@ -427,7 +429,7 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     eprintln!("jb agent: {title}");
 
     let mut runner = EngineRunner {
-        global,
+        opts: &global.session(),
         agent: agent.clone(),
         pipeline: format!("agent-{method_name}"),
         eval: EvalSettings {
@@ -528,29 +530,18 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     store.finish_run(run_id, "ok", requests, cached, &summary_json, &benches_json)?;
     if global.json {
         let rows = store.samples(run_id)?;
-        let benchmarks: Vec<Value> = summaries
-            .iter()
-            .map(|b| {
-                let mut v = serde_json::to_value(b).unwrap_or(Value::Null);
-                v["samples_detail"] = json!(rows
-                    .iter()
-                    .filter(|r| r.workload == b.workload)
-                    .collect::<Vec<_>>());
-                v
-            })
-            .collect();
-        let out = json!({
-            "run_id": run_id,
-            "name": run_name,
-            "method": method_name,
-            "params": params,
-            "agent": agent.identity(),
-            "budget": budget,
-            "requests": requests,
-            "cached_responses": cached,
-            "summary": summary_json,
-            "benchmarks": benchmarks,
-        });
+        let out = AgentReport {
+            run_id,
+            name: run_name,
+            method: method_name.into(),
+            params,
+            agent: agent.identity(),
+            budget,
+            requests,
+            cached_responses: cached,
+            benchmarks: BenchmarkDetail::all(&summaries, &rows),
+            summary,
+        };
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print!("{}", table::render(&title, &summaries, &summary));

@@ -9,8 +9,8 @@ use crate::cache::Cache;
 use crate::error::exit;
 use crate::project::absolute;
 
-use super::session;
 use super::GlobalOpts;
+use crate::session;
 
 #[derive(Debug, Args)]
 pub struct ArchiveArgs {
@@ -144,7 +144,7 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                 Ok(k) => k,
                 Err(e) => return fail(global, e),
             };
-            let project = session::project(global)?;
+            let project = session::project(&global.session())?;
             let cache = Cache::open(&project.cache_dir)?;
             let started = std::time::Instant::now();
             let s = match archive::create(
@@ -219,7 +219,7 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
                 Ok(k) => k,
                 Err(e) => return fail(global, e),
             };
-            let project = session::project(global)?;
+            let project = session::project(&global.session())?;
             let cache = Cache::open(&project.cache_dir)?;
             match archive::import(&cache, &absolute(&file), &ImportOptions { require_key }) {
                 Ok(s) => {

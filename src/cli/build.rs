@@ -8,8 +8,8 @@ use crate::engine::{closure_in_order, progress, BuildOptions};
 use crate::error::exit;
 use crate::graph;
 
-use super::session::{Python, Session};
 use super::GlobalOpts;
+use crate::session::{Python, Session};
 
 #[derive(Debug, Args)]
 pub struct BuildArgs {
@@ -73,7 +73,7 @@ pub fn select_in_pipeline(
 }
 
 pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
-    let session = Session::open(global, Python::IfNeeded)?;
+    let session = Session::open(&global.session(), Python::IfNeeded)?;
     let selected = select_in_pipeline(&session.set, &args.targets, args.pipeline.as_deref())?;
     let order = closure_in_order(&session.set, &selected);
     let engine = session.engine()?;

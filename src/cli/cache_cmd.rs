@@ -8,8 +8,8 @@ use serde_json::json;
 use crate::cache::Cache;
 use crate::error::exit;
 
-use super::session;
 use super::GlobalOpts;
+use crate::session;
 
 #[derive(Debug, Args)]
 pub struct CacheArgs {
@@ -28,7 +28,7 @@ pub enum CacheAction {
 }
 
 pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
+    let project = session::project(&global.session())?;
     let cache = Cache::open(&project.cache_dir)?;
     match args.action {
         CacheAction::Stats => {

@@ -9,8 +9,8 @@ use crate::exec::python::PythonExecutor;
 use crate::exec::sandbox::Sandbox;
 use crate::exec::CancelFlag;
 
-use super::session::{self, worker_spec};
 use super::GlobalOpts;
+use crate::session::{self, worker_spec};
 
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
@@ -47,12 +47,12 @@ fn device_check(
 }
 
 pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
-    if let Some(cfg) = super::ray_session::settings(global, &project)? {
+    let project = session::project(&global.session())?;
+    if let Some(cfg) = crate::session::ray::settings(&global.session(), &project)? {
         return super::doctor_ray::run(global, &project, cfg);
     }
-    let env = session::worker_env(global);
-    let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
+    let env = session::worker_env(&global.session());
+    let fp = session::fingerprint(&project, &global.session(), &env, true)?.unwrap_or_default();
     if args.device_check {
         return device_check(&project, global, &env);
     }

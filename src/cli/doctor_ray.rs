@@ -6,15 +6,17 @@ use crate::error::{exit, JbError};
 use crate::exec::ray::RayConfig;
 use crate::project::Project;
 
-use super::{ray_session, session, GlobalOpts};
+use super::GlobalOpts;
+use crate::session::{self, ray as ray_session};
 
 pub fn run(global: &GlobalOpts, project: &Project, cfg: RayConfig) -> anyhow::Result<i32> {
-    ray_session::ensure_env(global, project)?;
-    let env = session::worker_env(global);
+    ray_session::ensure_env(&global.session(), project)?;
+    let env = session::worker_env(&global.session());
     let address = cfg.address.clone();
-    let ray = ray_session::executor(global, project, cfg, &env);
+    let ray = ray_session::executor(&global.session(), project, cfg, &env);
     let nodes = ray.nodes().map_err(|e| JbError::Cluster(e.to_string()))?;
-    let fp = ray_session::fingerprint(global, project, &env, &ray, true)?.unwrap_or_default();
+    let fp =
+        ray_session::fingerprint(&global.session(), project, &env, &ray, true)?.unwrap_or_default();
     if global.json {
         println!(
             "{}",

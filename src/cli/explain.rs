@@ -6,8 +6,8 @@ use crate::engine::{closure_in_order, PlanAction};
 use crate::error::exit;
 use crate::graph;
 
-use super::session::{Python, Session};
 use super::GlobalOpts;
+use crate::session::{Python, Session};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -17,7 +17,7 @@ pub struct ExplainArgs {
 }
 
 pub fn run(global: &GlobalOpts, args: ExplainArgs) -> anyhow::Result<i32> {
-    let session = Session::open(global, Python::IfNeeded)?;
+    let session = Session::open(&global.session(), Python::IfNeeded)?;
     let selected = graph::select(&session.set, &args.targets)?;
     let order = closure_in_order(&session.set, &selected);
     let engine = session.engine()?;

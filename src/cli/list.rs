@@ -7,8 +7,8 @@ use crate::engine::closure_in_order;
 use crate::error::exit;
 use crate::graph;
 
-use super::session::{Python, Session};
 use super::GlobalOpts;
+use crate::session::{Python, Session};
 
 #[derive(Debug, Clone, Copy, ValueEnum, Default)]
 pub enum ListWhat {
@@ -43,7 +43,7 @@ pub fn run_list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<i32> {
     if let ListWhat::Workloads = args.what {
         return crate::cli::list_workloads(global);
     }
-    let session = Session::open(global, Python::Never)?;
+    let session = Session::open(&global.session(), Python::Never)?;
     match args.what {
         ListWhat::Pipelines => {
             let rows: Vec<_> = session
@@ -90,7 +90,7 @@ pub fn run_list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<i32> {
 }
 
 pub fn run_graph(global: &GlobalOpts, args: GraphArgs) -> anyhow::Result<i32> {
-    let session = Session::open(global, Python::Never)?;
+    let session = Session::open(&global.session(), Python::Never)?;
     let selected = graph::select(&session.set, &args.targets)?;
     let order = closure_in_order(&session.set, &selected);
     let text = match args.format {

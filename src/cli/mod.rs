@@ -1,7 +1,6 @@
 //! The `jb` command line.
 
 mod agent;
-mod agent_runner;
 mod archive;
 pub mod build;
 mod cache_cmd;
@@ -10,10 +9,7 @@ mod doctor_ray;
 pub mod eval;
 mod explain;
 mod list;
-mod ray_session;
 mod report;
-mod resolve;
-mod session;
 mod setup;
 mod tune;
 mod workloads;
@@ -22,7 +18,7 @@ pub use workloads::list_workloads;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::{exit, JbError};
 
@@ -44,48 +40,7 @@ pub struct Cli {
     pub command: Cmd,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Scale {
-    Tiny,
-    Cpu,
-    Paper,
-}
-
-impl Scale {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scale::Tiny => "tiny",
-            Scale::Cpu => "cpu",
-            Scale::Paper => "paper",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Backend {
-    Cpu,
-    Gpu,
-    Tpu,
-}
-
-impl Backend {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Cpu => "cpu",
-            Backend::Gpu => "gpu",
-            Backend::Tpu => "tpu",
-        }
-    }
-}
-
-/// Where steps run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExecutorKind {
-    /// Worker processes on this machine.
-    Local,
-    /// The nodes of a Ray cluster (docs/ray.md).
-    Ray,
-}
+pub use crate::session::{Backend, ExecutorKind, Scale};
 
 #[derive(Debug, Clone, Args)]
 pub struct GlobalOpts {
@@ -119,6 +74,22 @@ pub struct GlobalOpts {
     /// candidates; every result made that way says `"trust": "unsandboxed"`.
     #[arg(long, global = true)]
     pub no_sandbox: bool,
+}
+
+impl GlobalOpts {
+    /// The options a library session is opened with.
+    pub fn session(&self) -> crate::session::Options {
+        crate::session::Options {
+            cache_dir: self.cache_dir.clone(),
+            scale: self.scale,
+            backend: self.backend,
+            project: self.project.clone(),
+            pyenv: self.pyenv.clone(),
+            executor: self.executor,
+            ray_address: self.ray_address.clone(),
+            no_sandbox: self.no_sandbox,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,14 +3,13 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::json;
 
 use crate::cache::Cache;
 use crate::error::{exit, JbError};
 use crate::report::{self, Format};
 
-use super::session;
 use super::GlobalOpts;
+use crate::session;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -23,7 +22,7 @@ pub struct ReportArgs {
 }
 
 pub fn run(global: &GlobalOpts, args: ReportArgs) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
+    let project = session::project(&global.session())?;
     let mut formats = args
         .format
         .iter()
@@ -61,16 +60,8 @@ pub fn run(global: &GlobalOpts, args: ReportArgs) -> anyhow::Result<i32> {
         written.extend(report::write(&dir, &report::render(&report, f)?)?);
     }
     if global.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "out": dir,
-                "files": written,
-                "workloads": report.workloads.len(),
-                "methods": report.methods.iter().map(|m| json!({"name": m.name, "geomean": m.geomean, "mean": m.mean, "correct": m.correct, "benchmarks": m.benchmarks})).collect::<Vec<_>>(),
-                "records": report.sources.len(),
-            }))?
-        );
+        let out = report::written::Written::new(dir, written, &report);
+        println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!("{}", report::markdown::summary_line(&report));
         for p in &written {

@@ -4,8 +4,8 @@ use clap::Args;
 
 use crate::error::exit;
 
-use super::session;
 use super::GlobalOpts;
+use crate::session;
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
@@ -18,7 +18,7 @@ pub struct SetupArgs {
 }
 
 pub fn run(global: &GlobalOpts, args: SetupArgs) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
+    let project = session::project(&global.session())?;
     let variant = crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()));
     let installed =
         crate::pyenv::ensure(&project.pyenv_dir, &project.python_dir, variant, args.force)?;

@@ -6,8 +6,9 @@ use serde_json::{json, Value};
 use crate::error::{exit, JbError};
 
 use super::build::{self, BuildArgs};
-use super::session::{Python, Session};
-use super::{resolve, GlobalOpts};
+use super::GlobalOpts;
+use crate::resolve;
+use crate::session::{Python, Session};
 
 #[derive(Debug, Args)]
 pub struct TuneArgs {
@@ -28,14 +29,14 @@ pub struct TuneArgs {
 }
 
 pub fn run(global: &GlobalOpts, args: TuneArgs) -> anyhow::Result<i32> {
-    let project = super::session::project(global)?;
+    let project = crate::session::project(&global.session())?;
     let mut workloads = Vec::new();
     for w in &args.workloads {
         workloads.push(resolve::workload(&project, w)?);
     }
     if args.dry_run {
         // Planning needs no Python: the spaces are data.
-        let session = Session::open(global, Python::Never)?;
+        let session = Session::open(&global.session(), Python::Never)?;
         let rows: Vec<Value> = session
             .set
             .steps

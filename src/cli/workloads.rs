@@ -9,8 +9,8 @@ use crate::exec::python::PythonExecutor;
 use crate::exec::CancelFlag;
 use crate::pipeline::paths::match_pattern;
 
-use super::session::{self, worker_spec};
 use super::GlobalOpts;
+use crate::session::{self, worker_spec};
 
 fn shapes(v: &Value) -> String {
     v.as_array()
@@ -40,11 +40,11 @@ fn shapes(v: &Value) -> String {
 }
 
 pub fn list_workloads(global: &GlobalOpts) -> anyhow::Result<i32> {
-    let project = session::project(global)?;
-    let env = session::worker_env(global);
-    let fp = session::fingerprint(&project, global, &env, true)?.unwrap_or_default();
-    let backend = session::backend_of(global, &fp);
-    let scale = session::scale_of(global, &backend);
+    let project = session::project(&global.session())?;
+    let env = session::worker_env(&global.session());
+    let fp = session::fingerprint(&project, &global.session(), &env, true)?.unwrap_or_default();
+    let backend = session::backend_of(&global.session(), &fp);
+    let scale = session::scale_of(&global.session(), &backend);
     let py = PythonExecutor::new(worker_spec(&project, &env));
     let mut rows = Vec::new();
     for (path, vars) in match_pattern(&project.root, "workloads/{workload}/workload.py") {

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use crate::cache::{ActionRecord, Cache};
 use crate::error::Result;
-use crate::exec::status::StepStatus;
 use crate::key::KeyComponents;
+use crate::outcome::status::StepStatus;
 use crate::pipeline::{CachePolicy, PipelineSet, Step, StepKind};
 
 use super::keys::{self, FileHashes};

@@ -24,9 +24,10 @@ use serde_json::{json, Value};
 use crate::cache::{ActionRecord, Cache};
 use crate::error::{JbError, Result};
 use crate::exec::results::{typed, ProfileResult};
-use crate::exec::status::StepStatus;
-use crate::exec::{CancelFlag, DepResult, Executor, StepOutput, StepRequest};
+use crate::exec::{CancelFlag, Executor, StepOutput, StepRequest};
 use crate::key::{output_digest, KeyComponents};
+use crate::outcome::status::StepStatus;
+use crate::outcome::DepResult;
 use crate::pipeline::{CachePolicy, PipelineSet, Step, StepKind};
 use crate::project::Project;
 use decide::{blocked_result, Decision, Done, Known};
@@ -725,10 +726,7 @@ fn pool_samples(earlier: &[(i64, f64)], current: &[f64], result: &mut Value) {
     }
     if let Value::Object(m) = result {
         m.insert("measurements".into(), json!(runs.len() + 1));
-        m.insert(
-            "pooled_median_ms".into(),
-            json!(crate::report::stats::median(&v)),
-        );
+        m.insert("pooled_median_ms".into(), json!(crate::stats::median(&v)));
         m.insert("pooled_samples".into(), json!(v.len()));
     }
 }

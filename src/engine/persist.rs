@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use crate::cache::{Db, Write};
 use crate::error::Result;
-use crate::exec::status::StepStatus;
 use crate::key::KeyComponents;
+use crate::outcome::status::StepStatus;
 
 pub struct Persister<'a> {
     db: &'a Db,

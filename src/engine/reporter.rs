@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::exec::status::StepStatus;
+use crate::outcome::status::StepStatus;
 use crate::pipeline::Step;
 
 use super::{progress, StepReport};

@@ -13,7 +13,6 @@ pub mod recheck;
 pub mod results;
 pub mod route;
 pub mod sandbox;
-pub mod status;
 pub mod stderr_tail;
 
 use std::collections::BTreeMap;
@@ -25,18 +24,9 @@ use serde_json::Value;
 
 use crate::pipeline::Step;
 use crate::project::Project;
-pub use status::StepStatus;
-
-/// The result of an upstream step, as seen by a dependant.
-#[derive(Debug, Clone)]
-pub struct DepResult {
-    pub step_id: String,
-    pub kind: String,
-    pub vars: crate::pipeline::template::Vars,
-    pub status: StepStatus,
-    pub result: Value,
-    pub key: String,
-}
+// The outcome vocabulary lives in `crate::outcome`; these paths stay for existing callers.
+pub use crate::outcome::status;
+pub use crate::outcome::{DepResult, StepStatus};
 
 /// Everything an executor needs to run one step.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::StepOutput;
-use crate::exec::status::StepStatus;
+use crate::outcome::status::StepStatus;
 
 /// The folder of the dumped outputs inside the step's out_dir.
 pub const OUTPUTS_DIR: &str = "outputs";

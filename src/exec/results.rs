@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::status::StepStatus;
+use crate::outcome::StepStatus;
 
 /// An implementation spec, as the worker's `impl` argument and results carry it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -164,13 +164,7 @@ pub fn settle_export(mut out: StepOutput, trust: Option<Trust>) -> StepOutput {
     out
 }
 
-/// The weakest trust level of a set of results' `trust` fields (`None` when none has one).
-pub fn weakest<'a>(trusts: impl IntoIterator<Item = &'a str>) -> Option<super::sandbox::Trust> {
-    trusts
-        .into_iter()
-        .filter_map(super::sandbox::Trust::parse)
-        .min()
-}
+pub use crate::outcome::trust::weakest;
 
 #[cfg(test)]
 mod tests {
@@ -238,18 +232,6 @@ mod tests {
         );
         let no_index = dep("export", "ok", json!({"files": {"export/p0.bin": "d2"}}));
         assert_eq!(route(&step("profile", cand), &[no_index]), Route::Candidate);
-    }
-
-    #[test]
-    fn weakest_trust() {
-        use super::super::sandbox::Trust;
-        assert_eq!(weakest(["artifact", "sandboxed"]), Some(Trust::Sandboxed));
-        assert_eq!(
-            weakest(["artifact", "unsandboxed", "x"]),
-            Some(Trust::Unsandboxed)
-        );
-        assert_eq!(weakest(["artifact"]), Some(Trust::Artifact));
-        assert_eq!(weakest([]), None);
     }
 
     #[test]

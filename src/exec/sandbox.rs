@@ -37,35 +37,8 @@ pub enum SandboxError {
     CannotStart { bwrap: PathBuf, message: String },
 }
 
-/// The trust level of a result (`"trust"` in results).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Trust {
-    /// The candidate's code ran without the OS sandbox (`--no-sandbox`).
-    Unsandboxed,
-    /// The candidate's code ran inside the OS sandbox.
-    Sandboxed,
-    /// Only the exported program ran, in a judge that never imported the candidate.
-    Artifact,
-}
-
-impl Trust {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Unsandboxed => "unsandboxed",
-            Trust::Sandboxed => "sandboxed",
-            Trust::Artifact => "artifact",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Trust> {
-        match s {
-            "unsandboxed" => Some(Trust::Unsandboxed),
-            "sandboxed" => Some(Trust::Sandboxed),
-            "artifact" => Some(Trust::Artifact),
-            _ => None,
-        }
-    }
-}
+/// The trust level of a result (kept here for existing `exec::sandbox::Trust` paths).
+pub use crate::outcome::Trust;
 
 /// One element of the sandbox's bubblewrap arguments: literal, or a fact of the machine where
 /// the sandbox starts, expanded there.

@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::methods::{candidate_sample, MethodData, MethodSample, Outcome};
 use super::peaks::{self, Peak, PEAK_STEP};
 use super::records::{Rec, RecordSet};
-use super::stats::{self, Speedup, Trajectory, FAST_P};
+use crate::device::roofline;
+use crate::stats::{self, Speedup, Trajectory, FAST_P};
 
 /// What a report is built from.
 #[derive(Debug, Clone, Default)]
@@ -238,10 +239,12 @@ impl Ctx<'_> {
         let (Some(ms), Some(f)) = (t.ok_ms(), flops) else {
             return;
         };
-        let per_s = f / (ms / 1e3);
-        t.tflops = Some(per_s / 1e12);
+        let Some(per_s) = roofline::flops_per_s(f, ms) else {
+            return;
+        };
+        t.tflops = roofline::tflops(f, ms);
         if let Some(p) = self.peak {
-            t.utilisation = Some(per_s / p.flops_per_s);
+            t.utilisation = roofline::utilisation(f, ms, p.flops_per_s);
             t.of_roofline = intensity.map(|i| per_s / p.attainable(i));
         }
     }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::records::RecordSet;
-use super::stats::Speedup;
 use super::ReportError;
 use crate::cache::Cache;
+use crate::stats::Speedup;
 
 /// The paper's per-sample outcome classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -30,7 +30,7 @@ pub enum Outcome {
 
 impl Outcome {
     pub fn from_status(status: &str) -> Outcome {
-        use crate::exec::status::{OutcomeClass, StepStatus};
+        use crate::outcome::status::{OutcomeClass, StepStatus};
         match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
             Ok(OutcomeClass::Correct) => Outcome::Correct,
             Ok(OutcomeClass::Incorrect) => Outcome::WrongOutput,
@@ -109,7 +109,7 @@ pub fn candidate_sample(
     let compile = records.find(pipeline, "compile", workload, extra);
     let verify = records.find(pipeline, "verify", workload, extra);
     let profile = records.find(pipeline, "profile", workload, extra);
-    let trust = crate::exec::route::weakest(
+    let trust = crate::outcome::trust::weakest(
         [compile, verify, profile]
             .into_iter()
             .flatten()
@@ -118,7 +118,7 @@ pub fn candidate_sample(
     .or_else(|| {
         export
             .and_then(|e| e.result.get("trust").and_then(serde_json::Value::as_str))
-            .and_then(crate::exec::sandbox::Trust::parse)
+            .and_then(crate::outcome::Trust::parse)
     })
     .map(|t| t.as_str().to_string());
     // An export that failed (rejected, compile_error) decides: nothing after it was judged.

@@ -15,8 +15,10 @@ pub mod paired;
 pub mod peaks;
 pub mod plots;
 pub mod records;
-pub mod stats;
+/// The statistics live in [`crate::stats`] (one module for the report, the agent and eval).
+pub use crate::stats;
 pub mod tables;
+pub mod written;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

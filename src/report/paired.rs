@@ -8,8 +8,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::stats::{self, Speedup};
 use crate::cache::db::Db;
+use crate::stats::{self, Speedup};
 
 /// The roles a candidate is paired with, and the result field of each one's speedup.
 pub const ROLES: [(&str, &str); 2] = [

@@ -1,5 +1,5 @@
 //! Device peaks: the published figures of known accelerators (from the one device table,
-//! `agent::hardware`), and the measured peak of anything else (the CPU) from `jb doctor`.
+//! `crate::device`), and the measured peak of anything else (the CPU) from `jb doctor`.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -32,9 +32,9 @@ impl Peak {
     }
 }
 
-/// The published peak of a device kind, from the device table (`agent::hardware`).
+/// The published peak of a device kind, from the device table (`crate::device`).
 pub fn published(device_kind: &str) -> Option<Peak> {
-    let d = crate::agent::hardware::known_kind(device_kind)?;
+    let d = crate::device::known_kind(device_kind)?;
     Some(Peak {
         device: d.short_name.to_string(),
         flops_per_s: d.bf16_tflops? * 1e12,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cache::ActionRecord;
-use crate::exec::DepResult;
+use crate::outcome::DepResult;
 use crate::pipeline::template::var_string;
 
 /// One result record as the report sees it.

@@ -267,7 +267,7 @@ pub fn methods(r: &Report) -> Table {
 }
 
 pub fn fast_p(r: &Report) -> Table {
-    let ps: Vec<f64> = super::stats::FAST_P.to_vec();
+    let ps: Vec<f64> = crate::stats::FAST_P.to_vec();
     let rows = r
         .methods
         .iter()

@@ -56,10 +56,6 @@ def default_backend() -> str:
     return jax.default_backend()
 
 
-def default_scale(backend: str) -> str:
-    return "cpu" if backend == "cpu" else "paper"
-
-
 @dataclasses.dataclass
 class Request:
     args: dict
@@ -74,7 +70,11 @@ class Request:
         actual = default_backend()
         if backend != actual:
             raise ValueError(f"requested backend {backend!r} but JAX runs on {actual!r}")
-        scale = args.get("scale") or default_scale(backend)
+        # The default scale is jb's rule (src/pipeline/mod.rs `default_scale`), the one place of
+        # it: jb always says which scale a step runs at.
+        scale = args.get("scale")
+        if not scale:
+            raise ValueError("missing arg 'scale' (tiny, cpu or paper)")
         interpret = interp.enable(backend)
         mode = interp.first_mode(args.get("interpret_mode"), backend)
         return cls(args=args, backend=backend, scale=scale, interpret=interpret, interpret_mode=mode)

@@ -41,8 +41,9 @@ host callbacks (its timed work could happen on the host, out of the trace's sigh
 FLOPs come from the workload's ``get_flops()`` or else the XLA reference's ``cost_analysis`` (never
 from a Pallas kernel, whose interpret-mode count is wrong); ``bytes`` is the minimum traffic (input +
 output bytes). With ``args.peak`` = {flops_per_s, bytes_per_s[, source]} (jb passes the published
-peak of the device, else the one `jb doctor` measured) the result carries ``utilization``,
-``roofline_ms`` and ``suspicious``: on an accelerator a median below the roofline bound (half of it
+peak of the device, else the one `jb doctor` measured) the result carries ``roofline_ms`` and
+``suspicious`` (achieved TFLOP/s and utilisation are jb's to compute, from ``flops`` and the median:
+src/device/roofline.rs): on an accelerator a median below the roofline bound (half of it
 with a measured peak) is ``rejected``; on CPU it is only flagged.
 Run-to-run diagnostics (trace/wall ratio, event counts, parse time, notes such as the wall-clock
 fallback reason) go under ``timing``, which jb keeps out of output digests.
@@ -563,11 +564,9 @@ def run(args: dict) -> dict:
 
 
 def _roofline(result: dict, peak: dict, backend: str, kind: str) -> str:
-    """Utilization and the roofline guard; the status (``rejected`` below the bound on accelerators)."""
+    """The roofline guard; the status (``rejected`` below the bound on accelerators)."""
     median, flops = result["median_ms"], result.get("flops")
     peak_flops, peak_bw = peak.get("flops_per_s"), peak.get("bytes_per_s")
-    result["tflops"] = (flops / (median * 1e-3) / 1e12) if flops and median else None
-    result["utilization"] = (flops / (median * 1e-3) / peak_flops) if flops and median and peak_flops else None
     result["roofline_ms"] = None
     result["suspicious"] = None
     bounds = []

@@ -68,7 +68,7 @@ def _row(workload: str, program: str, r: dict, speedup: dict | None = None) -> d
         "median_ms": r.get("median_ms") if ok else None,
         "iqr_rel": (programs.get("impl") or {}).get("iqr_rel"),
         "xla_median_ms": (programs.get("xla") or {}).get("median_ms"),
-        "tflops": r.get("tflops") if ok else None,
+        "gflop": r["flops"] / 1e9 if ok and r.get("flops") else None,
         "speedup": (speedup or {}).get("point"),
         "ci_low": (speedup or {}).get("ci_low"),
         "ci_high": (speedup or {}).get("ci_high"),
@@ -116,7 +116,7 @@ def problems(rows: list[dict], backend: str) -> list[str]:
 
 def table(rows: list[dict]) -> str:
     cols = [("workload", "workload"), ("program", "program"), ("status", "status"), ("timing_source", "timing"),
-            ("median_ms", "ms"), ("iqr_rel", "IQR/med"), ("tflops", "TFLOP/s"), ("speedup", "speedup"),
+            ("median_ms", "ms"), ("iqr_rel", "IQR/med"), ("gflop", "GFLOP"), ("speedup", "speedup"),
             ("ci", "95% CI"), ("rounds", "rounds"), ("stop", "stop"), ("trace_events", "events"), ("seconds", "s")]
     lines = []
     cells = []

@@ -1,9 +1,13 @@
 //! The device table, the one owner of device facts: what the prompt tells the model about the
-//! target, and the published peaks the report's roofline uses (`report::peaks`). Figures are
+//! target (`agent::prompt`, `agent::hardware` re-exports this module), and the published peaks
+//! the report's roofline and the profile step's guard use (`report::peaks`). [`roofline`] holds
+//! the one computation of achieved TFLOP/s and utilisation. Figures are
 //! public per-chip numbers (dense bf16 peak, HBM capacity and bandwidth); `None` where a figure
 //! does not apply.
 
 use std::collections::BTreeMap;
+
+pub mod roofline;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Platform {

@@ -17,12 +17,11 @@ use crate::engine::{closure_in_order, progress, BuildOptions};
 use crate::error::JbError;
 use crate::pipeline::parse_pipeline;
 
-use super::eval::{evaluate_batch, CandidateRef, EvalSettings};
-use super::session::{Python, Session};
-use super::GlobalOpts;
+use crate::eval::{evaluate_batch, CandidateRef, EvalSettings};
+use crate::session::{Options, Python, Session};
 
 pub struct EngineRunner<'a> {
-    pub global: &'a GlobalOpts,
+    pub opts: &'a Options,
     pub agent: Arc<dyn Agent>,
     /// Name of the generated translate pipeline (`agent-<method>`).
     pub pipeline: String,
@@ -88,7 +87,7 @@ impl Runner for EngineRunner<'_> {
         let spec = translate::pipeline_spec(&self.pipeline, jobs, self.agent.as_ref());
         let text = serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
         let loaded = parse_pipeline(Path::new(&format!("<{}>", self.pipeline)), &text)?;
-        let session = Session::open_with(self.global, Python::IfNeeded, |_| Ok(vec![loaded]))?;
+        let session = Session::open_with(self.opts, Python::IfNeeded, |_| Ok(vec![loaded]))?;
         let by_step: HashMap<String, TranslateJob> = jobs
             .iter()
             .map(|j| (translate::step_name(&j.workload, &j.tag), j.clone()))
@@ -166,11 +165,14 @@ impl Runner for EngineRunner<'_> {
                 });
             which.push(i);
         }
-        let results = evaluate_batch(self.global, &unique, &self.eval)?;
-        if results.iter().any(|r| r["interrupted"] == true) {
+        let results = evaluate_batch(self.opts, &unique, &self.eval)?;
+        if results.iter().any(|r| r.interrupted) {
             return Err(JbError::Interrupted.into());
         }
-        let evals: Vec<Evaluation> = results.iter().map(|r| evaluation(r, self.device)).collect();
+        let evals = results
+            .iter()
+            .map(|r| Ok(evaluation(&serde_json::to_value(r)?, self.device)))
+            .collect::<serde_json::Result<Vec<Evaluation>>>()?;
         Ok(which.into_iter().map(|i| evals[i].clone()).collect())
     }
 }

@@ -10,13 +10,12 @@ use crate::exec::python::{PythonExecutor, UntrustedPolicy};
 use crate::exec::ray::{RayConfig, RayExecutor};
 use crate::project::Project;
 
-use super::session::worker_spec;
-use super::{ExecutorKind, GlobalOpts};
+use super::{worker_spec, ExecutorKind, Options};
 
 /// The Ray settings when the executor is `ray` (options and environment, then jb.yaml).
-pub fn settings(global: &GlobalOpts, project: &Project) -> Result<Option<RayConfig>> {
+pub fn settings(opts: &Options, project: &Project) -> Result<Option<RayConfig>> {
     let config = ProjectConfig::load(&project.root)?;
-    let kind = match (global.executor, config.executor.as_deref()) {
+    let kind = match (opts.executor, config.executor.as_deref()) {
         (Some(k), _) => k,
         (None, None | Some("local")) => ExecutorKind::Local,
         (None, Some("ray")) => ExecutorKind::Ray,
@@ -30,7 +29,7 @@ pub fn settings(global: &GlobalOpts, project: &Project) -> Result<Option<RayConf
     if kind == ExecutorKind::Local {
         return Ok(None);
     }
-    let address = global
+    let address = opts
         .ray_address
         .clone()
         .or(config.ray.address.clone())
@@ -46,7 +45,7 @@ pub fn settings(global: &GlobalOpts, project: &Project) -> Result<Option<RayConf
             .ray
             .device_resource
             .clone()
-            .unwrap_or_else(|| match global.backend {
+            .unwrap_or_else(|| match opts.backend {
                 Some(b) => RayConfig::default_device_resource(b.as_str()).to_string(),
                 None => "auto".to_string(),
             });
@@ -58,8 +57,8 @@ pub fn settings(global: &GlobalOpts, project: &Project) -> Result<Option<RayConf
     }))
 }
 
-fn variant(global: &GlobalOpts) -> &'static str {
-    crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()))
+fn variant(opts: &Options) -> &'static str {
+    crate::pyenv::variant_for_backend(opts.backend.map(|b| b.as_str()))
 }
 
 fn fingerprint_file(project: &Project) -> PathBuf {
@@ -68,7 +67,7 @@ fn fingerprint_file(project: &Project) -> PathBuf {
 
 /// The executor (it contacts the cluster only when a step must run or a fingerprint is needed).
 pub fn executor(
-    global: &GlobalOpts,
+    opts: &Options,
     project: &Project,
     cfg: RayConfig,
     env: &[(String, String)],
@@ -76,7 +75,7 @@ pub fn executor(
     // Candidate steps stay on this machine, in the sandbox (see RayExecutor::with_untrusted).
     let untrusted =
         PythonExecutor::new(worker_spec(project, env)).with_untrusted(UntrustedPolicy {
-            no_sandbox: global.no_sandbox,
+            no_sandbox: opts.no_sandbox,
             cache_dir: project.cache_dir.clone(),
             pyenv: project.pyenv_dir.clone(),
         });
@@ -88,7 +87,7 @@ pub fn executor(
     let (pyenv, python_dir, variant) = (
         project.pyenv_dir.clone(),
         project.python_dir.clone(),
-        variant(global),
+        variant(opts),
     );
     ex.before_start = Some(Box::new(move || {
         crate::pyenv::ensure_extra(&pyenv, &python_dir, variant, "ray")
@@ -99,11 +98,11 @@ pub fn executor(
 }
 
 /// Make sure this machine's environment has Ray (the driver runs in it).
-pub fn ensure_env(global: &GlobalOpts, project: &Project) -> Result<()> {
+pub fn ensure_env(opts: &Options, project: &Project) -> Result<()> {
     crate::pyenv::ensure_extra(
         &project.pyenv_dir,
         &project.python_dir,
-        variant(global),
+        variant(opts),
         "ray",
     )?;
     Ok(())
@@ -113,13 +112,13 @@ pub fn ensure_env(global: &GlobalOpts, project: &Project) -> Result<()> {
 /// `fingerprint-ray.json` for this address, pins and environment; `None` when not cached and
 /// `may_start` is false.
 pub fn fingerprint(
-    global: &GlobalOpts,
+    opts: &Options,
     project: &Project,
     env: &[(String, String)],
     ray: &RayExecutor,
     may_start: bool,
 ) -> Result<Option<BTreeMap<String, String>>> {
-    let pins = crate::pyenv::pins_hash(&project.python_dir, variant(global))?;
+    let pins = crate::pyenv::pins_hash(&project.python_dir, variant(opts))?;
     let mut probe = crate::fingerprint::probe(&pins, env);
     probe.insert("ray_address".into(), ray.cfg.address.clone());
     let path = fingerprint_file(project);
@@ -130,7 +129,7 @@ pub fn fingerprint(
     if !may_start {
         return Ok(None);
     }
-    ensure_env(global, project)?;
+    ensure_env(opts, project)?;
     let fp = ray
         .cluster_fingerprint(&project.root)
         .map_err(|e| JbError::Cluster(e.to_string()))?;

@@ -1,4 +1,7 @@
-//! The report's statistics, in one place: the median, per-benchmark best speedup floored at 1x,
+//! The statistics, in one place (the report, `jb agent`'s accounting and the pooled speedups of
+//! `jb eval` use these): the median (numpy's: the mean of the two middle values of an even
+//! count; python/jb/stats.py and this module are checked against the same cases in
+//! python/tests/fixtures/stats/median_cases.json), the best-so-far curve, per-benchmark best speedup floored at 1x,
 //! geomean and mean over all benchmarks, KernelBench's fast_p and fast1@N over a sample budget,
 //! each of the last two both on point estimates (the paper's definition) and on the lower bound
 //! of the speedup's 95 % interval (a kernel counts as faster than p only when its interval lies
@@ -105,13 +108,32 @@ pub fn best(traj: &[Option<f64>], n: Option<usize>) -> Option<f64> {
     traj[..take].iter().flatten().copied().reduce(f64::max)
 }
 
+/// The best speedup after each sample: the running maximum of a trajectory (`None` until a
+/// sample has a speedup).
+pub fn best_so_far(traj: &[Option<f64>]) -> Vec<Option<f64>> {
+    let mut best: Option<f64> = None;
+    traj.iter()
+        .map(|s| {
+            if let Some(s) = s {
+                best = Some(best.map_or(*s, |b: f64| b.max(*s)));
+            }
+            best
+        })
+        .collect()
+}
+
+/// A benchmark's best speedup with the floor of 1x (no correct kernel counts as 1x).
+pub fn floored(best: Option<f64>) -> f64 {
+    best.map_or(1.0, |b| b.max(1.0))
+}
+
 /// Geometric mean of the per-benchmark best speedups, each floored at 1x (a benchmark without a
 /// correct kernel counts as 1x). None for no benchmarks.
 pub fn geomean_floor1(best: &[Option<f64>]) -> Option<f64> {
     if best.is_empty() {
         return None;
     }
-    let s: f64 = best.iter().map(|b| b.unwrap_or(1.0).max(1.0).ln()).sum();
+    let s: f64 = best.iter().map(|b| floored(*b).ln()).sum();
     Some((s / best.len() as f64).exp())
 }
 
@@ -120,7 +142,7 @@ pub fn mean_floor1(best: &[Option<f64>]) -> Option<f64> {
     if best.is_empty() {
         return None;
     }
-    Some(best.iter().map(|b| b.unwrap_or(1.0).max(1.0)).sum::<f64>() / best.len() as f64)
+    Some(best.iter().map(|b| floored(*b)).sum::<f64>() / best.len() as f64)
 }
 
 /// Share of benchmarks whose best correct kernel is faster than `p` times XLA (speedup > p).
@@ -186,6 +208,29 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[f64::NAN, 1.0]), Some(1.0));
         assert_eq!(median(&[]), None);
+    }
+
+    /// The cases python/tests/test_stats_agreement.py checks `jb.stats.median` with.
+    #[test]
+    fn median_agrees_with_the_python_side() {
+        let text = include_str!("../python/tests/fixtures/stats/median_cases.json");
+        let cases: serde_json::Value = serde_json::from_str(text).unwrap();
+        for case in cases["median"].as_array().unwrap() {
+            let values: Vec<f64> = case["values"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| match v {
+                    serde_json::Value::String(s) => s.parse::<f64>().unwrap(),
+                    v => v.as_f64().unwrap(),
+                })
+                .collect();
+            let got = median(&values);
+            match case["median"].as_f64() {
+                Some(want) => assert!((got.unwrap() - want).abs() < 1e-12, "{case}: {got:?}"),
+                None => assert_eq!(got, None, "{case}"),
+            }
+        }
     }
 
     #[test]

@@ -1,4 +1,11 @@
 //! What most commands share: the project, its expanded pipelines, the environment and the engine.
+//! Opened from plain [`Options`] (the command line's global options), so that library code
+//! (`eval`, `agent`) opens sessions without the command line.
+
+mod options;
+pub mod ray;
+
+pub use options::{Backend, ExecutorKind, Options, Scale};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,8 +19,6 @@ use crate::exec::ray::RayExecutor;
 use crate::exec::Executor;
 use crate::pipeline::{self, ExpandContext, LoadedPipeline, PipelineSet};
 use crate::project::Project;
-
-use super::GlobalOpts;
 
 pub struct Session {
     pub project: Arc<Project>,
@@ -37,21 +42,21 @@ pub enum Python {
     Never,
 }
 
-pub fn project(global: &GlobalOpts) -> Result<Project> {
+pub fn project(opts: &Options) -> Result<Project> {
     let cwd = std::env::current_dir().unwrap_or_default();
     Project::discover(
         &cwd,
-        global.project.as_deref(),
-        global.cache_dir.as_deref(),
-        global.pyenv.as_deref(),
+        opts.project.as_deref(),
+        opts.cache_dir.as_deref(),
+        opts.pyenv.as_deref(),
     )
 }
 
-pub fn worker_env(global: &GlobalOpts) -> Vec<(String, String)> {
-    match global.backend {
-        Some(super::Backend::Cpu) => vec![("JAX_PLATFORMS".into(), "cpu".into())],
-        Some(super::Backend::Gpu) => vec![("JAX_PLATFORMS".into(), "cuda".into())],
-        Some(super::Backend::Tpu) => vec![("JAX_PLATFORMS".into(), "tpu".into())],
+pub fn worker_env(opts: &Options) -> Vec<(String, String)> {
+    match opts.backend {
+        Some(Backend::Cpu) => vec![("JAX_PLATFORMS".into(), "cpu".into())],
+        Some(Backend::Gpu) => vec![("JAX_PLATFORMS".into(), "cuda".into())],
+        Some(Backend::Tpu) => vec![("JAX_PLATFORMS".into(), "tpu".into())],
         None => vec![],
     }
 }
@@ -65,18 +70,18 @@ pub fn worker_spec(project: &Project, env: &[(String, String)]) -> WorkerSpec {
     }
 }
 
-fn variant(global: &GlobalOpts) -> &'static str {
-    crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()))
+fn variant(opts: &Options) -> &'static str {
+    crate::pyenv::variant_for_backend(opts.backend.map(|b| b.as_str()))
 }
 
 /// Make sure the Python environment exists and return the fingerprint (cached when possible).
 pub fn fingerprint(
     project: &Project,
-    global: &GlobalOpts,
+    opts: &Options,
     env: &[(String, String)],
     may_start: bool,
 ) -> Result<Option<BTreeMap<String, String>>> {
-    let variant = variant(global);
+    let variant = variant(opts);
     let pins = crate::pyenv::pins_hash(&project.python_dir, variant)?;
     let probe = crate::fingerprint::probe(&pins, env);
     if crate::pyenv::installed_pins(&project.pyenv_dir).as_deref() == Some(pins.as_str()) {
@@ -113,8 +118,8 @@ fn has_python_steps(pipelines: &[LoadedPipeline]) -> bool {
         .any(|p| p.file.steps.values().any(|s| s.kind.uses_python()))
 }
 
-pub fn backend_of(global: &GlobalOpts, fp: &BTreeMap<String, String>) -> String {
-    if let Some(b) = global.backend {
+pub fn backend_of(opts: &Options, fp: &BTreeMap<String, String>) -> String {
+    if let Some(b) = opts.backend {
         return b.as_str().to_string();
     }
     match fp.get("backend").map(String::as_str) {
@@ -124,8 +129,8 @@ pub fn backend_of(global: &GlobalOpts, fp: &BTreeMap<String, String>) -> String 
     }
 }
 
-pub fn scale_of(global: &GlobalOpts, backend: &str) -> String {
-    match global.scale {
+pub fn scale_of(opts: &Options, backend: &str) -> String {
+    match opts.scale {
         Some(s) => s.as_str().to_string(),
         None => pipeline::default_scale(backend).into(),
     }
@@ -140,32 +145,31 @@ impl Session {
             .map(crate::error::JbError::Cluster)
     }
 
-    pub fn open(global: &GlobalOpts, python: Python) -> Result<Session> {
-        Self::open_with(global, python, |_| Ok(Vec::new()))
+    pub fn open(opts: &Options, python: Python) -> Result<Session> {
+        Self::open_with(opts, python, |_| Ok(Vec::new()))
     }
 
     /// Open with extra, generated pipelines (e.g. `jb eval`'s) expanded beside the project's.
     pub fn open_with(
-        global: &GlobalOpts,
+        opts: &Options,
         python: Python,
         extra: impl FnOnce(&Project) -> Result<Vec<LoadedPipeline>>,
     ) -> Result<Session> {
-        let project = project(global)?;
+        let project = project(opts)?;
         let mut pipelines = pipeline::load_pipelines(&project)?;
         pipelines.extend(extra(&project)?);
-        let env = worker_env(global);
-        let ray = super::ray_session::settings(global, &project)?
-            .map(|cfg| super::ray_session::executor(global, &project, cfg, &env));
+        let env = worker_env(opts);
+        let ray =
+            ray::settings(opts, &project)?.map(|cfg| ray::executor(opts, &project, cfg, &env));
         let fingerprint = |may_start: bool| match &ray {
-            Some(r) => super::ray_session::fingerprint(global, &project, &env, r, may_start),
-            None => fingerprint(&project, global, &env, may_start),
+            Some(r) => ray::fingerprint(opts, &project, &env, r, may_start),
+            None => fingerprint(&project, opts, &env, may_start),
         };
         // Validate everything before anything is written or started.
         let cached_fp = fingerprint(false)?;
-        let provisional_backend =
-            backend_of(global, cached_fp.as_ref().unwrap_or(&BTreeMap::new()));
+        let provisional_backend = backend_of(opts, cached_fp.as_ref().unwrap_or(&BTreeMap::new()));
         let provisional = ExpandContext {
-            scale: scale_of(global, &provisional_backend),
+            scale: scale_of(opts, &provisional_backend),
             backend: provisional_backend,
         };
         let mut set = pipeline::expand(&project, pipelines.clone(), &provisional)?;
@@ -176,8 +180,8 @@ impl Session {
             }
             None => BTreeMap::new(),
         };
-        let backend = backend_of(global, &fp);
-        let scale = scale_of(global, &backend);
+        let backend = backend_of(opts, &fp);
+        let scale = scale_of(opts, &backend);
         if scale != provisional.scale || backend != provisional.backend {
             set = pipeline::expand(
                 &project,
@@ -188,7 +192,7 @@ impl Session {
                 },
             )?;
         }
-        if global.no_sandbox {
+        if opts.no_sandbox {
             mark_unsandboxed(&mut set);
         }
         Ok(Session {
@@ -199,7 +203,7 @@ impl Session {
             fingerprint: fp,
             worker_env: env,
             ray,
-            no_sandbox: global.no_sandbox,
+            no_sandbox: opts.no_sandbox,
         })
     }
 
