@@ -87,7 +87,8 @@ impl Runner for EngineRunner<'_> {
         let spec = translate::pipeline_spec(&self.pipeline, jobs, self.agent.as_ref());
         let text = serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
         let loaded = parse_pipeline(Path::new(&format!("<{}>", self.pipeline)), &text)?;
-        let session = Session::open_with(self.opts, Python::IfNeeded, |_| Ok(vec![loaded]))?;
+        let session =
+            Session::open_with(self.opts, Python::IfNeeded, |_, _| Ok(vec![loaded.clone()]))?;
         let by_step: HashMap<String, TranslateJob> = jobs
             .iter()
             .map(|j| (translate::step_name(&j.workload, &j.tag), j.clone()))

@@ -88,17 +88,18 @@ pub fn evaluate_batch(
     if cands.is_empty() {
         return Ok(Vec::new());
     }
-    let mut kinds: Vec<Option<HandtunedSource>> = Vec::new();
-    let session = Session::open_with(opts, Python::IfNeeded, |project| {
+    let kinds: std::cell::RefCell<Vec<Option<HandtunedSource>>> = Default::default();
+    let session = Session::open_with(opts, Python::IfNeeded, |project, ctx| {
         let cache = crate::cache::Cache::open(&project.cache_dir)?;
         let mut out = Vec::new();
+        kinds.borrow_mut().clear();
         for c in cands {
             let ht = if s.handtuned {
-                plan::handtuned_config(project, &cache, &c.workload)
+                plan::handtuned_config(project, &cache, &c.workload, &ctx.scale)
             } else {
                 None
             };
-            kinds.push(ht.as_ref().map(|(_, k)| *k));
+            kinds.borrow_mut().push(ht.as_ref().map(|(_, k)| *k));
             let ht_config = ht.as_ref().map(|(v, _)| v);
             out.push(plan::pipeline(
                 &c.pipeline,
@@ -144,7 +145,7 @@ pub fn evaluate_batch(
     }
     Ok(cands
         .iter()
-        .zip(kinds)
+        .zip(kinds.into_inner())
         .map(|(c, kind)| {
             let mut r = assemble::Assembly {
                 steps: &summary.steps,

@@ -12,20 +12,25 @@ use crate::error::{JbError, Result};
 use crate::pipeline::{parse_pipeline, space::load_space, LoadedPipeline};
 use crate::project::Project;
 
-/// The hand-tuned configuration: the tuned one if `jb tune` found one, else the defaults.
+/// The hand-tuned configuration at `scale`: the tuned one if `jb tune` found one at this scale,
+/// else the published defaults where this scale's search space allows them, else the space's
+/// first configuration at this scale (by the spaces' convention the largest blocks, the nearest
+/// to the defaults: the paper's 2048-wide blocks do not divide the cpu scale's dimensions).
 pub fn handtuned_config(
     project: &Project,
     cache: &Cache,
     workload: &str,
+    scale: &str,
 ) -> Option<(Value, HandtunedSource)> {
-    let space = project
+    let path = project
         .root
         .join(format!("tokamax_baselines/{workload}/space.yaml"));
-    if !space.is_file() {
+    if !path.is_file() {
         return None;
     }
-    if let Ok(Some((key, _))) = cache.db.latest(&format!("tune/best[workload={workload}]")) {
-        if let Ok(Some(rec)) = cache.db.get_action(&key) {
+    if let Ok(Some((key, comps))) = cache.db.latest(&format!("tune/best[workload={workload}]")) {
+        let same_scale = comps.0.get("scale").is_none_or(|s| s == scale);
+        if let (true, Ok(Some(rec))) = (same_scale, cache.db.get_action(&key)) {
             if rec.status == "ok" {
                 if let Some(p) = rec.result.get("best").and_then(|b| b.get("params")) {
                     return Some((p.clone(), HandtunedSource::Tuned));
@@ -33,8 +38,22 @@ pub fn handtuned_config(
             }
         }
     }
-    let defaults = load_space(&space).ok()?.default_config().params;
-    Some((Value::Object(defaults), HandtunedSource::Default))
+    let space = load_space(&path).ok()?;
+    let defaults = space.default_config().params;
+    let allowed = |grid: &crate::pipeline::space::ScaleSpace| {
+        defaults
+            .iter()
+            .all(|(k, v)| grid.params.get(k).is_none_or(|vals| vals.contains(v)))
+    };
+    match space.space.get(scale) {
+        Some(grid) if !allowed(grid) => {
+            let first = space.configs(scale, &path).ok()?.into_iter().next()?;
+            let mut params = defaults;
+            params.extend(first.params);
+            Some((Value::Object(params), HandtunedSource::Default))
+        }
+        _ => Some((Value::Object(defaults), HandtunedSource::Default)),
+    }
 }
 
 /// The generated pipeline `name` evaluating `kernel` on `workload`.
@@ -119,4 +138,26 @@ pub fn pipeline(
     let mut loaded = parse_pipeline(Path::new(&format!("<{name}>")), &text)?;
     loaded.file.allow_outside.push(kernel.to_string());
     Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handtuned_defaults_are_replaced_where_the_scale_does_not_allow_them() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tmp = tempfile::tempdir().unwrap();
+        let project = Project::discover(root, Some(root), Some(tmp.path()), None).unwrap();
+        let cache = Cache::open(tmp.path()).unwrap();
+        let at = |scale: &str| handtuned_config(&project, &cache, "8p_GEMM", scale).unwrap();
+        // The published blocks: at paper scale as they are.
+        let (paper, source) = at("paper");
+        assert_eq!(paper, json!({"bm": 1024, "bn": 2048, "bk": 1024}));
+        assert!(matches!(source, HandtunedSource::Default));
+        // N = 3584 at cpu scale: 2048 does not divide it; the space's first (largest) blocks.
+        assert_eq!(at("cpu").0, json!({"bm": 1024, "bn": 1792, "bk": 1024}));
+        assert_eq!(at("tiny").0, json!({"bm": 64, "bn": 448, "bk": 128}));
+        assert!(handtuned_config(&project, &cache, "12p_RMSNorm", "cpu").is_none());
+    }
 }

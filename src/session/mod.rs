@@ -146,18 +146,17 @@ impl Session {
     }
 
     pub fn open(opts: &Options, python: Python) -> Result<Session> {
-        Self::open_with(opts, python, |_| Ok(Vec::new()))
+        Self::open_with(opts, python, |_, _| Ok(Vec::new()))
     }
 
     /// Open with extra, generated pipelines (e.g. `jb eval`'s) expanded beside the project's.
     pub fn open_with(
         opts: &Options,
         python: Python,
-        extra: impl FnOnce(&Project) -> Result<Vec<LoadedPipeline>>,
+        extra: impl Fn(&Project, &ExpandContext) -> Result<Vec<LoadedPipeline>>,
     ) -> Result<Session> {
         let project = project(opts)?;
-        let mut pipelines = pipeline::load_pipelines(&project)?;
-        pipelines.extend(extra(&project)?);
+        let own = pipeline::load_pipelines(&project)?;
         let env = worker_env(opts);
         let ray =
             ray::settings(opts, &project)?.map(|cfg| ray::executor(opts, &project, cfg, &env));
@@ -172,6 +171,13 @@ impl Session {
             scale: scale_of(opts, &provisional_backend),
             backend: provisional_backend,
         };
+        // Generated pipelines may depend on the scale (the hand-tuned kernel's configuration).
+        let with_extra = |ctx: &ExpandContext| -> Result<Vec<LoadedPipeline>> {
+            let mut all = own.clone();
+            all.extend(extra(&project, ctx)?);
+            Ok(all)
+        };
+        let pipelines = with_extra(&provisional)?;
         let mut set = pipeline::expand(&project, pipelines.clone(), &provisional)?;
         let fp = match cached_fp {
             Some(fp) => fp,
@@ -183,14 +189,11 @@ impl Session {
         let backend = backend_of(opts, &fp);
         let scale = scale_of(opts, &backend);
         if scale != provisional.scale || backend != provisional.backend {
-            set = pipeline::expand(
-                &project,
-                pipelines,
-                &ExpandContext {
-                    scale: scale.clone(),
-                    backend: backend.clone(),
-                },
-            )?;
+            let ctx = ExpandContext {
+                scale: scale.clone(),
+                backend: backend.clone(),
+            };
+            set = pipeline::expand(&project, with_extra(&ctx)?, &ctx)?;
         }
         if opts.no_sandbox {
             mark_unsandboxed(&mut set);
