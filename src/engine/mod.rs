@@ -589,7 +589,8 @@ impl Engine {
         let step = &set.steps[finished.idx];
         let out = match finished.outcome {
             TaskOutcome::FoundCached(rec) => {
-                st.dirs.give_back(finished.out_dir);
+                st.dirs
+                    .give_back(finished.out_dir, step.kind == StepKind::Command);
                 return self.settle_cached(
                     step,
                     finished.idx,
@@ -605,7 +606,8 @@ impl Engine {
         let ms = finished.duration_ms;
         // The step's files are moved into the CAS before its folder goes.
         let stored = self.store(step, &finished.key, &finished.comps, &out, ms);
-        st.dirs.give_back(finished.out_dir);
+        st.dirs
+            .give_back(finished.out_dir, step.kind == StepKind::Command);
         let stored = stored?;
         st.persister.ran(
             stored.record,

@@ -1,6 +1,6 @@
-//! The scratch folders steps write their files to (`StepRequest::out_dir`), reused within a
-//! build: a finished step's folder is emptied and handed to the next step instead of being
-//! removed and created again (on ext4 a new inode next to many recently deleted ones costs a
+//! The scratch folders steps write their files to (`StepRequest::out_dir`). A finished
+//! `command` step's folder is emptied and handed to the next step within the build instead of
+//! being removed and created again (on ext4 a new inode next to many recently deleted ones costs a
 //! scan; with two files per step it was a quarter of a cold build's CPU time). The folders are
 //! removed when the build ends; one left by a killed build is an empty `step-*` folder under
 //! `<cache>/tmp`, which `jb cache gc` removes with the rest of `tmp`.
@@ -34,10 +34,12 @@ impl StepDirs {
             .keep())
     }
 
-    /// A step is done with `dir`: empty it for the next one (removed instead where it cannot
-    /// be emptied, e.g. a step made a file in it read-only folder).
-    pub fn give_back(&self, dir: PathBuf) {
-        if empty(&dir).is_ok() {
+    /// A step is done with `dir`: empty it for the next one where `reuse` (removed instead,
+    /// or where it cannot be emptied, e.g. a step made a read-only folder in it). jb reuses the
+    /// folders of `command` steps only: a worker step's folder may have been a sandbox's
+    /// scratch, and a fresh folder is out of reach of anything the sandbox left running.
+    pub fn give_back(&self, dir: PathBuf, reuse: bool) {
+        if reuse && empty(&dir).is_ok() {
             self.lock().push(dir);
         } else {
             let _ = std::fs::remove_dir_all(&dir);
@@ -88,7 +90,7 @@ mod tests {
         std::fs::write(a.join("trace/deep/x.json"), "{}").unwrap();
         std::fs::write(a.join("result.json"), "{}").unwrap();
         std::os::unix::fs::symlink("/etc", a.join("link")).unwrap();
-        pool.give_back(a.clone());
+        pool.give_back(a.clone(), true);
         let b = pool.take().unwrap();
         assert_eq!(a, b, "reused");
         assert_eq!(std::fs::read_dir(&b).unwrap().count(), 0, "emptied");
@@ -98,9 +100,12 @@ mod tests {
         );
         let c = pool.take().unwrap();
         assert_ne!(b, c, "a folder in use is never handed out twice");
-        pool.give_back(b.clone());
-        pool.give_back(c.clone());
+        pool.give_back(b.clone(), true);
+        pool.give_back(c.clone(), false);
+        assert!(!c.exists(), "not reused: removed at once");
+        assert_eq!(pool.take().unwrap(), b);
+        pool.give_back(b.clone(), true);
         drop(pool);
-        assert!(!b.exists() && !c.exists());
+        assert!(!b.exists());
     }
 }
