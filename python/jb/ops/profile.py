@@ -17,8 +17,9 @@ first session in a process costs +15-30 %). Then one trace session holds every t
   host wall-clock rounds) has a half-width of at most ``target`` (default 2 %) of the speedup
   (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s`` seconds (default
   20) of timed rounds (``budget_spent: "time"``), or the cost of the separate profile steps it
-  replaces (``"cost"``): ``iters`` (default 50) iterations of each program at its warmup time, plus
-  ``step_overhead_s`` (1 s, a separate step's measured fixed cost) for each step saved; or at
+  replaces (``"cost"``): the rounds' wall time (output checks included) reaches ``iters``
+  (default 50) iterations of each program at its warmup time, plus ``step_overhead_s`` (1 s, a
+  separate step's measured fixed cost) for each step saved; or at
   ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
 
 The trace is parsed by jb.trace per program (each program is compiled under its own module name,
@@ -466,10 +467,9 @@ def run(args: dict) -> dict:
                     if elapsed >= budget_s:
                         stop, budget_spent = "budget", "time"
                         break
-                    timed_s = sum(sum(q.wall) for q in programs) / 1e3
-                    if r >= min_rounds and timed_s + timed_s / r > cost_budget_s:
-                        # The next round would take the timed work past what separate profile
-                        # steps of these programs would cost.
+                    if r >= min_rounds and elapsed + elapsed / r > cost_budget_s:
+                        # The next round would take the rounds (their output checks included)
+                        # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
                         break
                     if r >= max_rounds:
