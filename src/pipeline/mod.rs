@@ -3,6 +3,7 @@
 pub mod depth;
 pub mod diagnostic;
 pub mod error;
+pub mod listing;
 pub mod loaded;
 pub mod paths;
 pub mod schema;
