@@ -16,7 +16,8 @@ pub mod exit {
     pub const INTERNAL: i32 = 3;
 }
 
-/// Where in a file something is.
+/// Where in a file something is. Line 0: no position (a generated pipeline, named
+/// `<generator>`), shown as the file alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
     pub file: PathBuf,
@@ -26,6 +27,9 @@ pub struct Location {
 
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            return write!(f, "{}", self.file.display());
+        }
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
     }
 }

@@ -24,3 +24,4 @@ pub mod report;
 pub mod resolve;
 pub mod session;
 pub mod stats;
+pub mod tune;

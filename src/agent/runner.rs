@@ -15,7 +15,7 @@ use crate::agent::translate::{self, TranslateJob};
 use crate::agent::Agent;
 use crate::engine::{closure_in_order, progress, BuildOptions};
 use crate::error::JbError;
-use crate::pipeline::parse_pipeline;
+use crate::pipeline::generated_pipeline;
 
 use crate::eval::{evaluate_batch, CandidateRef, EvalSettings};
 use crate::session::{Options, Python, Session};
@@ -85,8 +85,7 @@ impl Runner for EngineRunner<'_> {
             return Ok(Vec::new());
         }
         let spec = translate::pipeline_spec(&self.pipeline, jobs, self.agent.as_ref());
-        let text = serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
-        let loaded = parse_pipeline(Path::new(&format!("<{}>", self.pipeline)), &text)?;
+        let loaded = generated_pipeline("jb agent", spec)?;
         let session =
             Session::open_with(self.opts, Python::IfNeeded, |_, _| Ok(vec![loaded.clone()]))?;
         let by_step: HashMap<String, TranslateJob> = jobs

@@ -17,6 +17,7 @@ use crate::cache::Cas;
 use crate::engine::StepReport;
 use crate::exec::dispatch::Handler;
 use crate::exec::{StepOutput, StepRequest};
+use crate::pipeline::{CachePolicy, PipelineFile, StepDef, StepKind};
 
 /// One sample to translate.
 #[derive(Debug, Clone)]
@@ -71,22 +72,23 @@ pub fn step_params(job: &TranslateJob, agent: &Value) -> Value {
 }
 
 /// A generated pipeline with one translate step per job.
-pub fn pipeline_spec(name: &str, jobs: &[TranslateJob], agent: &dyn Agent) -> Value {
+pub fn pipeline_spec(name: &str, jobs: &[TranslateJob], agent: &dyn Agent) -> PipelineFile {
     let identity = agent.identity();
-    let cache = if agent.caches() { "results" } else { "never" };
-    let mut steps = serde_json::Map::new();
-    for job in jobs {
-        steps.insert(
-            step_name(&job.workload, &job.tag),
-            json!({
-                "kind": "translate",
-                "description": format!("sample {} of {}", job.tag, job.workload),
-                "params": step_params(job, &identity),
-                "cache": cache,
-            }),
-        );
-    }
-    json!({"name": name, "default": false, "steps": steps})
+    let cache = if agent.caches() {
+        CachePolicy::Results
+    } else {
+        CachePolicy::Never
+    };
+    jobs.iter()
+        .fold(PipelineFile::generated(name), |file, job| {
+            file.step(
+                step_name(&job.workload, &job.tag),
+                StepDef::new(StepKind::Translate)
+                    .description(format!("sample {} of {}", job.tag, job.workload))
+                    .params(step_params(job, &identity))
+                    .cache(cache),
+            )
+        })
 }
 
 fn write(
@@ -234,7 +236,7 @@ pub fn collect(
 mod tests {
     use super::*;
     use crate::engine::keys::{components, FileHashes, KeyContext};
-    use crate::pipeline::parse_pipeline;
+    use crate::pipeline::{generated_pipeline, parse_pipeline};
 
     fn job(tag: &str, user: &str, temperature: f64) -> TranslateJob {
         TranslateJob {
@@ -275,8 +277,7 @@ mod tests {
     /// The step's key for a job, as the engine computes it.
     fn key(j: &TranslateJob, model: &'static str) -> String {
         let spec = pipeline_spec("agent-x", std::slice::from_ref(j), &Dummy(model));
-        let text = serde_norway::to_string(&spec).unwrap();
-        let p = parse_pipeline(std::path::Path::new("<t>"), &text).unwrap();
+        let p = generated_pipeline("jb agent", spec).unwrap();
         let def = p.file.steps.values().next().unwrap();
         let step = crate::pipeline::Step {
             id: "x".into(),
@@ -328,6 +329,23 @@ mod tests {
             key(&other_workload, "m"),
             "only what the request depends on"
         );
+    }
+
+    #[test]
+    fn typed_pipeline_reads_back_from_its_yaml() {
+        let jobs = [job("0", "u", 1.0), job("1", "u", 0.5)];
+        let typed = pipeline_spec("agent-x", &jobs, &Dummy("m"));
+        let text = serde_norway::to_string(&typed).unwrap();
+        let parsed = parse_pipeline(std::path::Path::new("<t>"), &text).unwrap();
+        assert_eq!(parsed.file, typed);
+        assert_eq!(
+            serde_json::to_string(&parsed.file).unwrap(),
+            serde_json::to_string(&typed).unwrap()
+        );
+        let def = &typed.steps["12p_RMSNorm-1"];
+        assert_eq!(def.kind, crate::pipeline::StepKind::Translate);
+        assert_eq!(def.description.as_deref(), Some("sample 1 of 12p_RMSNorm"));
+        assert!(!typed.default);
     }
 
     #[test]

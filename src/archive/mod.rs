@@ -27,6 +27,7 @@ pub mod create;
 pub mod entry;
 pub mod import;
 pub mod manifest;
+pub mod report;
 pub mod rows;
 pub mod sign;
 pub mod tarball;

@@ -2,11 +2,13 @@
 
 pub mod cas;
 pub mod db;
+pub mod stats;
 
 use std::path::{Path, PathBuf};
 
 pub use cas::{BlobError, Cas};
 pub use db::{ActionRecord, Db, Write};
+pub use stats::CacheStats;
 
 use crate::error::Result;
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use crate::archive::report::{Created, Failure, KeyPairWritten, VerifiedOk};
 use crate::archive::{self, ArchiveError, CreateOptions, ImportOptions, VerifyOptions};
 use crate::cache::Cache;
 use crate::error::exit;
@@ -87,16 +88,7 @@ fn signature_line(s: &Option<archive::verify::SignedBy>) -> String {
 fn fail(global: &GlobalOpts, e: ArchiveError) -> anyhow::Result<i32> {
     let code = e.exit_code();
     if global.json {
-        let problems = match &e {
-            ArchiveError::Invalid { problems, .. } | ArchiveError::Conflict { problems, .. } => {
-                problems.clone()
-            }
-            other => vec![other.to_string()],
-        };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"ok": false, "problems": problems}))?
-        );
+        println!("{}", serde_json::to_string_pretty(&Failure::from(&e))?);
     }
     eprintln!("error: {e}");
     Ok(code)
@@ -112,13 +104,13 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
             Ok(k) => {
                 let pub_path = archive::sign::pub_path(&out);
                 if global.json {
-                    println!(
-                        "{}",
-                        serde_json::to_string_pretty(&serde_json::json!({
-                            "secret_key": out, "public_key": pub_path,
-                            "fingerprint": k.fingerprint(), "comment": comment,
-                        }))?
-                    );
+                    let written = KeyPairWritten {
+                        secret_key: out,
+                        public_key: pub_path,
+                        fingerprint: k.fingerprint(),
+                        comment,
+                    };
+                    println!("{}", serde_json::to_string_pretty(&written)?);
                 } else {
                     println!(
                         "wrote {} (secret, keep it) and {} ({})",
@@ -159,9 +151,11 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
             };
             let secs = started.elapsed().as_secs_f64();
             if global.json {
-                let mut v = serde_json::to_value(&s)?;
-                v["seconds"] = serde_json::json!(secs);
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                let created = Created {
+                    summary: s,
+                    seconds: secs,
+                };
+                println!("{}", serde_json::to_string_pretty(&created)?);
             } else {
                 println!(
                     "{}: {} records, {} blobs ({:.1} MiB), {} sources, {} pipelines, {} tables; {:.1} MiB -> {:.2} MiB in {secs:.2} s",
@@ -196,9 +190,7 @@ pub fn run(global: &GlobalOpts, args: ArchiveArgs) -> anyhow::Result<i32> {
         {
             Ok(v) => {
                 if global.json {
-                    let mut j = serde_json::to_value(&v)?;
-                    j["ok"] = serde_json::json!(true);
-                    println!("{}", serde_json::to_string_pretty(&j)?);
+                    println!("{}", serde_json::to_string_pretty(&VerifiedOk::from(v))?);
                 } else {
                     println!(
                         "{}: ok ({} entries, {} records, {} blobs, {} sources; every digest recomputed)",

@@ -3,7 +3,6 @@
 use std::collections::HashSet;
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use crate::cache::Cache;
 use crate::error::exit;
@@ -32,24 +31,18 @@ pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
     let cache = Cache::open(&project.cache_dir)?;
     match args.action {
         CacheAction::Stats => {
-            let blobs = cache.cas.list();
-            let bytes: u64 = blobs.iter().map(|(_, s)| s).sum();
-            let counts = cache.db.counts()?;
-            let db_bytes = std::fs::metadata(project.cache_dir.join("jb.sqlite"))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            let v = json!({"cache_dir": project.cache_dir, "blobs": blobs.len(), "blob_bytes": bytes, "db_bytes": db_bytes, "tables": counts});
+            let s = cache.stats()?;
             if global.json {
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                println!("{}", serde_json::to_string_pretty(&s)?);
             } else {
-                println!("cache {}", project.cache_dir.display());
+                println!("cache {}", s.cache_dir.display());
                 println!(
                     "  blobs: {} ({:.1} MiB)",
-                    blobs.len(),
-                    bytes as f64 / 1048576.0
+                    s.blobs,
+                    s.blob_bytes as f64 / 1048576.0
                 );
-                println!("  database: {:.1} MiB", db_bytes as f64 / 1048576.0);
-                for (t, n) in counts {
+                println!("  database: {:.1} MiB", s.db_bytes as f64 / 1048576.0);
+                for (t, n) in s.tables {
                     println!("  {t}: {n}");
                 }
             }

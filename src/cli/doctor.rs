@@ -6,10 +6,10 @@ use serde_json::{json, Value};
 
 use crate::error::exit;
 use crate::exec::python::PythonExecutor;
-use crate::exec::sandbox::Sandbox;
 use crate::exec::CancelFlag;
 
 use super::GlobalOpts;
+use crate::session::doctor::{DoctorReport, SandboxReport};
 use crate::session::{self, worker_spec};
 
 #[derive(Debug, clap::Args)]
@@ -66,7 +66,7 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         &CancelFlag::default(),
     );
     py.close();
-    let sandbox = sandbox_report(&project);
+    let sandbox = SandboxReport::probe(&project);
     if !peak.infra {
         let _ = std::fs::write(
             project.cache_dir.join("peak.json"),
@@ -80,26 +80,32 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         }
     }
     if global.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &json!({"fingerprint": fp, "peak": peak.result, "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir, "sandbox": sandbox})
-            )?
-        );
+        let report = DoctorReport {
+            fingerprint: fp,
+            peak: peak.result.clone(),
+            pyenv: project.pyenv_dir.clone(),
+            cache_dir: project.cache_dir.clone(),
+            sandbox,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         println!("project     {}", project.root.display());
         println!("cache       {}", project.cache_dir.display());
         println!("pyenv       {}", project.pyenv_dir.display());
-        match sandbox["ok"].as_bool() {
-            Some(true) => println!(
+        if sandbox.ok {
+            println!(
                 "sandbox     ok: {} (start-up {:.1} ms)",
-                sandbox["bwrap"].as_str().unwrap_or("bwrap"),
-                sandbox["startup_ms"].as_f64().unwrap_or(0.0)
-            ),
-            _ => println!(
+                sandbox
+                    .bwrap
+                    .as_deref()
+                    .map_or("bwrap".into(), |b| b.to_string_lossy()),
+                sandbox.startup_ms.unwrap_or(0.0)
+            );
+        } else {
+            println!(
                 "sandbox     UNAVAILABLE: {}; jb refuses to run candidate code unless --no-sandbox is given",
-                sandbox["error"].as_str().unwrap_or("?")
-            ),
+                sandbox.error.as_deref().unwrap_or("?")
+            );
         }
         for (k, v) in &fp {
             println!("{k:11} {v}");
@@ -113,18 +119,4 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(if peak.infra { exit::INTERNAL } else { exit::OK })
-}
-
-/// Whether the OS sandbox starts here (a trivial command inside it), and how fast.
-fn sandbox_report(project: &crate::project::Project) -> Value {
-    let sb = Sandbox::new(
-        &project.root,
-        &project.python_dir,
-        &project.pyenv_dir,
-        &project.cache_dir,
-    );
-    match sb.and_then(|sb| sb.probe().map(|t| (sb, t))) {
-        Ok((sb, t)) => json!({"ok": true, "bwrap": sb.bwrap, "startup_ms": t.as_secs_f64() * 1e3}),
-        Err(e) => json!({"ok": false, "error": e.to_string()}),
-    }
 }

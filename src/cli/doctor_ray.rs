@@ -1,12 +1,13 @@
 //! `jb doctor --executor ray`: the cluster's nodes, their resources and the judges' fingerprint.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{exit, JbError};
 use crate::exec::ray::RayConfig;
 use crate::project::Project;
 
 use super::GlobalOpts;
+use crate::session::doctor::RayDoctorReport;
 use crate::session::{self, ray as ray_session};
 
 pub fn run(global: &GlobalOpts, project: &Project, cfg: RayConfig) -> anyhow::Result<i32> {
@@ -18,13 +19,15 @@ pub fn run(global: &GlobalOpts, project: &Project, cfg: RayConfig) -> anyhow::Re
     let fp =
         ray_session::fingerprint(&global.session(), project, &env, &ray, true)?.unwrap_or_default();
     if global.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "executor": "ray", "address": address, "cluster": nodes, "fingerprint": fp,
-                "pyenv": project.pyenv_dir, "cache_dir": project.cache_dir,
-            }))?
-        );
+        let report = RayDoctorReport {
+            executor: "ray",
+            address,
+            cluster: nodes,
+            fingerprint: fp,
+            pyenv: project.pyenv_dir.clone(),
+            cache_dir: project.cache_dir.clone(),
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(exit::OK);
     }
     println!("executor    ray ({address})");

@@ -1,7 +1,6 @@
 //! `jb list` and `jb graph`.
 
 use clap::{Args, ValueEnum};
-use serde_json::json;
 
 use crate::engine::closure_in_order;
 use crate::error::exit;
@@ -46,38 +45,33 @@ pub fn run_list(global: &GlobalOpts, args: ListArgs) -> anyhow::Result<i32> {
     let session = Session::open(&global.session(), Python::Never)?;
     match args.what {
         ListWhat::Pipelines => {
-            let rows: Vec<_> = session
-                .set
-                .pipelines
-                .iter()
-                .map(|p| {
-                    let n = session.set.steps.iter().filter(|s| s.pipeline == p.name).count();
-                    json!({"name": p.name, "file": p.path, "default": p.file.default, "steps": p.file.steps.len(), "instances": n, "description": p.file.description})
-                })
-                .collect();
+            let rows = session.set.pipeline_rows();
             if global.json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 for r in rows {
+                    // The counts unpadded, as they always were.
                     println!(
-                        "{:12} {:3} steps {:5} instances{}  {}",
-                        r["name"].as_str().unwrap_or(""),
-                        r["steps"],
-                        r["instances"],
-                        if r["default"] == true {
+                        "{:12} {} steps {} instances{}  {}",
+                        r.name,
+                        r.steps,
+                        r.instances,
+                        if r.default {
                             " (in `all`)"
                         } else {
                             "          "
                         },
-                        r["description"].as_str().unwrap_or("")
+                        r.description.as_deref().unwrap_or("")
                     );
                 }
             }
         }
         ListWhat::Steps => {
             if global.json {
-                let rows: Vec<_> = session.set.steps.iter().map(|s| json!({"id": s.id, "kind": s.kind.as_str(), "deps": s.deps.len(), "inputs": s.inputs})).collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&session.set.step_rows())?
+                );
             } else {
                 for s in &session.set.steps {
                     println!("{:10} {}", s.kind.as_str(), s.id);

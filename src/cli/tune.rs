@@ -1,7 +1,6 @@
 //! `jb tune`: the grid search of the hand-tuned baselines (pipelines/tune.yaml).
 
 use clap::Args;
-use serde_json::{json, Value};
 
 use crate::error::{exit, JbError};
 
@@ -37,14 +36,7 @@ pub fn run(global: &GlobalOpts, args: TuneArgs) -> anyhow::Result<i32> {
     if args.dry_run {
         // Planning needs no Python: the spaces are data.
         let session = Session::open(&global.session(), Python::Never)?;
-        let rows: Vec<Value> = session
-            .set
-            .steps
-            .iter()
-            .filter(|s| s.pipeline == "tune" && s.name == "profile")
-            .filter(|s| workloads.is_empty() || s.workload().is_some_and(|w| workloads.iter().any(|x| x == w)))
-            .map(|s| json!({"workload": s.workload(), "config": s.vars.get("config_params"), "name": s.vars.get("config"), "scale": session.scale}))
-            .collect();
+        let rows = crate::tune::configurations(&session.set, &workloads, &session.scale);
         if rows.is_empty() {
             return Err(JbError::Usage("no configurations: is there a tokamax_baselines/<workload>/space.yaml for these workloads?".into()).into());
         }
@@ -53,13 +45,9 @@ pub fn run(global: &GlobalOpts, args: TuneArgs) -> anyhow::Result<i32> {
         } else {
             let mut per: std::collections::BTreeMap<String, usize> = Default::default();
             for r in &rows {
-                *per.entry(r["workload"].as_str().unwrap_or("").to_string())
-                    .or_default() += 1;
-                println!(
-                    "{:32} {}",
-                    r["workload"].as_str().unwrap_or(""),
-                    r["name"].as_str().unwrap_or("")
-                );
+                let workload = r.workload.as_deref().unwrap_or("");
+                *per.entry(workload.to_string()).or_default() += 1;
+                println!("{:32} {}", workload, r.name_str());
             }
             for (w, n) in per {
                 println!("{w}: {n} configurations");

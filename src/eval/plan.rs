@@ -8,8 +8,10 @@ use serde_json::{json, Value};
 use super::result::HandtunedSource;
 use super::EvalSettings;
 use crate::cache::Cache;
-use crate::error::{JbError, Result};
-use crate::pipeline::{parse_pipeline, space::load_space, LoadedPipeline};
+use crate::error::Result;
+use crate::pipeline::{
+    generated_pipeline, space::load_space, AxisDef, LoadedPipeline, PipelineFile, StepDef, StepKind,
+};
 use crate::project::Project;
 
 /// The hand-tuned configuration at `scale`: the tuned one if `jb tune` found one at this scale,
@@ -63,16 +65,21 @@ pub fn pipeline_spec(
     kernel: &str,
     s: &EvalSettings,
     handtuned: Option<&Value>,
-) -> Value {
+) -> PipelineFile {
     let cand = json!({"kind": "candidate", "path": kernel});
     let wl = format!("workloads/{workload}");
-    let mut steps = serde_json::Map::new();
-    let common = |kind: &str, needs: Vec<&str>, extra: Value| {
+    let one = || AxisDef::values("workload", vec![json!(workload)]);
+    let common = |kind: StepKind, needs: &[&str], extra: Value| {
         let mut params = json!({"workload": wl, "impl": cand});
         if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
             p.extend(e);
         }
-        json!({"kind": kind, "foreach": [{"values": {"workload": [workload]}}], "needs": needs, "params": params, "timeout": s.timeout, "memory_mb": s.memory_mb})
+        StepDef::new(kind)
+            .foreach(one())
+            .needs(needs)
+            .params(params)
+            .timeout(s.timeout)
+            .memory_mb(s.memory_mb)
     };
     // A replayed seed is a parameter (and so part of the key); without one the judge draws it.
     let seeded = |mut extra: Value| {
@@ -83,19 +90,7 @@ pub fn pipeline_spec(
     };
     // The candidate's code runs only in `export` (a fresh sandboxed worker); the steps after it
     // judge the exported program (or, where it cannot be exported, run it in the sandbox).
-    steps.insert("export".into(), common("export", vec![], json!({})));
-    steps.insert(
-        "compile".into(),
-        common("compile", vec!["export"], json!({})),
-    );
-    steps.insert(
-        "verify".into(),
-        common(
-            "verify",
-            vec!["export", "compile"],
-            seeded(json!({"allow_pure_jax": s.allow_pure_jax})),
-        ),
-    );
+    let verify = seeded(json!({"allow_pure_jax": s.allow_pure_jax}));
     // The candidate is timed paired with XLA and the hand-tuned kernel: interleaved rounds in
     // one process, so that its speedups hold on a noisy machine (python/jb/ops/profile.py).
     let handtuned_impl = handtuned.map(|cfg| json!({"kind": "baseline", "path": format!("tokamax_baselines/{workload}/baseline.py"), "config": cfg}));
@@ -105,23 +100,42 @@ pub fn pipeline_spec(
     if let Some(b) = s.measure_budget {
         measure["budget_s"] = json!(b);
     }
-    steps.insert(
-        "profile".into(),
-        common(
+    let mut file = PipelineFile::generated(name)
+        .step("export", common(StepKind::Export, &[], json!({})))
+        .step("compile", common(StepKind::Compile, &["export"], json!({})))
+        .step(
+            "verify",
+            common(StepKind::Verify, &["export", "compile"], verify),
+        )
+        .step(
             "profile",
-            vec!["export", "verify", "baseline/compile"],
-            seeded(measure),
-        ),
-    );
-    if let Some(imp) = handtuned_impl {
-        steps.insert("handtuned_compile".into(), json!({"kind": "compile", "foreach": [{"values": {"workload": [workload]}}], "params": {"workload": wl, "impl": imp}, "timeout": 1800}));
-        steps.insert("handtuned_verify".into(), json!({"kind": "verify", "foreach": [{"values": {"workload": [workload]}}], "needs": ["handtuned_compile"], "params": {"workload": wl, "impl": imp}, "timeout": 1800}));
-        steps.insert(
-            "handtuned_profile".into(),
-            json!({"kind": "profile", "foreach": [{"values": {"workload": [workload]}}], "needs": ["handtuned_verify", "baseline/compile"], "params": {"workload": wl, "impl": imp}, "timeout": 1800}),
+            common(
+                StepKind::Profile,
+                &["export", "verify", "baseline/compile"],
+                seeded(measure),
+            ),
         );
+    if let Some(imp) = handtuned_impl {
+        let params = json!({"workload": wl, "impl": imp});
+        let step = |kind: StepKind, needs: &[&str]| {
+            StepDef::new(kind)
+                .foreach(one())
+                .needs(needs)
+                .params(params.clone())
+                .timeout(1800.0)
+        };
+        file = file
+            .step("handtuned_compile", step(StepKind::Compile, &[]))
+            .step(
+                "handtuned_verify",
+                step(StepKind::Verify, &["handtuned_compile"]),
+            )
+            .step(
+                "handtuned_profile",
+                step(StepKind::Profile, &["handtuned_verify", "baseline/compile"]),
+            );
     }
-    json!({"name": name, "default": false, "steps": steps})
+    file
 }
 
 /// The candidate's pipeline, loaded; it may name the candidate file outside the project.
@@ -134,8 +148,7 @@ pub fn pipeline(
 ) -> Result<LoadedPipeline> {
     let kernel = kernel.to_string_lossy();
     let spec = pipeline_spec(name, workload, &kernel, s, handtuned);
-    let text = serde_norway::to_string(&spec).map_err(|e| JbError::Worker(e.to_string()))?;
-    let mut loaded = parse_pipeline(Path::new(&format!("<{name}>")), &text)?;
+    let mut loaded = generated_pipeline("jb eval", spec)?;
     loaded.file.allow_outside.push(kernel.to_string());
     Ok(loaded)
 }
@@ -143,6 +156,122 @@ pub fn pipeline(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::progress;
+    use crate::pipeline::parse_pipeline;
+
+    fn settings() -> EvalSettings {
+        EvalSettings {
+            timeout: 60.0,
+            memory_mb: 4096,
+            allow_pure_jax: false,
+            remeasure: false,
+            measure_budget: Some(2.5),
+            handtuned: true,
+            jobs: 1,
+            progress: progress::Mode::Quiet,
+            seed: Some(7),
+        }
+    }
+
+    /// What the generator wrote as YAML before it built typed values (same keys, same order).
+    const AS_YAML: &str = r#"
+name: e
+default: false
+steps:
+  export:
+    kind: export
+    foreach: [{values: {workload: [w]}}]
+    needs: []
+    params: {workload: workloads/w, impl: {kind: candidate, path: /k.py}}
+    timeout: 60.0
+    memory_mb: 4096
+  compile:
+    kind: compile
+    foreach: [{values: {workload: [w]}}]
+    needs: [export]
+    params: {workload: workloads/w, impl: {kind: candidate, path: /k.py}}
+    timeout: 60.0
+    memory_mb: 4096
+  verify:
+    kind: verify
+    foreach: [{values: {workload: [w]}}]
+    needs: [export, compile]
+    params: {workload: workloads/w, impl: {kind: candidate, path: /k.py}, allow_pure_jax: false, seed: 7}
+    timeout: 60.0
+    memory_mb: 4096
+  profile:
+    kind: profile
+    foreach: [{values: {workload: [w]}}]
+    needs: [export, verify, baseline/compile]
+    params:
+      workload: workloads/w
+      impl: {kind: candidate, path: /k.py}
+      pair: [{kind: xla}, {kind: baseline, path: tokamax_baselines/w/baseline.py, config: {block: 128, fused: true}}]
+      budget_s: 2.5
+      seed: 7
+    timeout: 60.0
+    memory_mb: 4096
+  handtuned_compile:
+    kind: compile
+    foreach: [{values: {workload: [w]}}]
+    params: {workload: workloads/w, impl: {kind: baseline, path: tokamax_baselines/w/baseline.py, config: {block: 128, fused: true}}}
+    timeout: 1800
+  handtuned_verify:
+    kind: verify
+    foreach: [{values: {workload: [w]}}]
+    needs: [handtuned_compile]
+    params: {workload: workloads/w, impl: {kind: baseline, path: tokamax_baselines/w/baseline.py, config: {block: 128, fused: true}}}
+    timeout: 1800
+  handtuned_profile:
+    kind: profile
+    foreach: [{values: {workload: [w]}}]
+    needs: [handtuned_verify, baseline/compile]
+    params: {workload: workloads/w, impl: {kind: baseline, path: tokamax_baselines/w/baseline.py, config: {block: 128, fused: true}}}
+    timeout: 1800
+"#;
+
+    #[test]
+    fn typed_pipeline_is_what_the_yaml_said() {
+        let cfg = json!({"block": 128, "fused": true});
+        let typed = pipeline_spec("e", "w", "/k.py", &settings(), Some(&cfg));
+        let parsed = parse_pipeline(Path::new("<e>"), AS_YAML).unwrap().file;
+        assert_eq!(typed, parsed);
+        // Key order too (parameters are hashed as written).
+        assert_eq!(
+            serde_json::to_string(&typed).unwrap(),
+            serde_json::to_string(&parsed).unwrap()
+        );
+        // And the typed value serializes to YAML that reads back as itself.
+        let text = serde_norway::to_string(&typed).unwrap();
+        assert_eq!(parse_pipeline(Path::new("<e>"), &text).unwrap().file, typed);
+    }
+
+    #[test]
+    fn without_handtuned_or_seed() {
+        let s = EvalSettings {
+            seed: None,
+            measure_budget: None,
+            ..settings()
+        };
+        let typed = pipeline_spec("e", "w", "/k.py", &s, None);
+        let names: Vec<&str> = typed.steps.keys().map(String::as_str).collect();
+        assert_eq!(names, ["export", "compile", "verify", "profile"]);
+        assert_eq!(
+            typed.steps["profile"].params["pair"],
+            json!([{"kind": "xla"}])
+        );
+        assert!(typed.steps["verify"].params.get("seed").is_none());
+    }
+
+    #[test]
+    fn generated_errors_name_the_generator_without_a_position() {
+        let bad = pipeline_spec("bad name", "w", "/k.py", &settings(), None);
+        let e = generated_pipeline("jb eval", bad).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<jb eval>: invalid pipeline name `bad name`: use letters, digits, `-` and `_`"
+        );
+    }
 
     #[test]
     fn handtuned_defaults_are_replaced_where_the_scale_does_not_allow_them() {

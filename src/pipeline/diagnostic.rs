@@ -72,8 +72,12 @@ struct Report<'a> {
 }
 
 impl<'a> Report<'a> {
-    /// `None` when the file's text is neither carried nor readable.
+    /// `None` when the file's text is neither carried nor readable, or the error has no
+    /// position (a generated pipeline's).
     fn new(err: &'a PipelineError, root: &Path) -> Option<Report<'a>> {
+        if err.span.line == 0 {
+            return None;
+        }
         let (text, span) = match &err.text {
             Some(t) => (t.to_string(), err.span),
             None => {

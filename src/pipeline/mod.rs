@@ -3,6 +3,8 @@
 pub mod depth;
 pub mod diagnostic;
 pub mod error;
+pub mod listing;
+pub mod loaded;
 pub mod paths;
 pub mod schema;
 pub mod space;
@@ -18,62 +20,11 @@ use serde_json::{json, Value};
 use crate::error::{JbError, Location, Result};
 use crate::project::Project;
 use crate::yaml_path;
-use error::{utf8_text, PipelineError, PipelineErrorKind as Kind};
+use error::{utf8_text, PipelineErrorKind as Kind};
+pub use loaded::{generated_pipeline, parse_pipeline, LoadedPipeline, Origin};
 pub use schema::{Axis, AxisDef, CachePolicy, PipelineFile, StepDef, StepKind};
-use span::Span;
 use template::{fill, fill_value, Vars};
-use tree::{Seg, SpanTree};
-
-/// A parsed pipeline file with its text and the place of each of its YAML nodes (for errors).
-#[derive(Debug, Clone)]
-pub struct LoadedPipeline {
-    pub name: String,
-    pub path: PathBuf,
-    pub text: String,
-    pub file: PipelineFile,
-    pub tree: SpanTree,
-}
-
-impl LoadedPipeline {
-    /// An error at `span` of this file.
-    pub fn error(&self, span: Span, kind: Kind) -> JbError {
-        PipelineError::new(&self.path, span, kind)
-            .with_text(&self.text)
-            .into()
-    }
-
-    /// An error at the value found at `path` (or the deepest part of it that exists).
-    pub fn value_error(&self, path: &[Seg], kind: Kind) -> JbError {
-        self.error(self.tree.value(path), kind)
-    }
-
-    /// An error at the key that ends `path` (or the deepest part of it that exists).
-    pub fn key_error(&self, path: &[Seg], kind: Kind) -> JbError {
-        self.error(self.tree.key(path), kind)
-    }
-
-    /// Where the value at `rest` under step `step` is.
-    pub fn step_span(&self, step: &str, rest: &[Seg]) -> Span {
-        let mut path = vec![Seg::Key("steps"), Seg::Key(step)];
-        path.extend_from_slice(rest);
-        self.tree.value(&path)
-    }
-
-    /// An error at the value found at `rest` under step `step`.
-    pub fn step_error(&self, step: &str, rest: &[Seg], kind: Kind) -> JbError {
-        self.error(self.step_span(step, rest), kind)
-    }
-
-    /// Where the key at `path` is.
-    pub fn location(&self, path: &[Seg]) -> Location {
-        let span = self.tree.key(path);
-        Location {
-            file: self.path.clone(),
-            line: span.line,
-            column: span.column,
-        }
-    }
-}
+use tree::Seg;
 
 /// One concrete step: a step definition with its variables bound.
 #[derive(Debug, Clone)]
@@ -128,97 +79,6 @@ pub struct PipelineSet {
 pub struct ExpandContext {
     pub scale: String,
     pub backend: String,
-}
-
-pub fn parse_pipeline(path: &Path, text: &str) -> Result<LoadedPipeline> {
-    depth::check(path, text)?;
-    let tree = SpanTree::parse(text)
-        .map_err(|(span, kind)| PipelineError::new(path, span, kind).with_text(text))?;
-    let file: PipelineFile = serde_norway::from_str(text)
-        .map_err(|e| PipelineError::from_serde(path, text, Some(&tree), &e))?;
-    let name = file.name.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .to_string()
-    });
-    let loaded = LoadedPipeline {
-        name,
-        path: path.to_path_buf(),
-        text: text.to_string(),
-        file,
-        tree,
-    };
-    validate(&loaded)?;
-    Ok(loaded)
-}
-
-/// What a pipeline file must satisfy on its own (before expansion).
-fn validate(p: &LoadedPipeline) -> Result<()> {
-    if !valid_name(&p.name) {
-        return Err(p.value_error(
-            &yaml_path!["name"],
-            Kind::InvalidPipelineName(p.name.clone()),
-        ));
-    }
-    if p.file.steps.is_empty() {
-        return Err(p.value_error(&yaml_path!["steps"], Kind::NoSteps));
-    }
-    if let Some((i, bad)) = p
-        .file
-        .allow_outside
-        .iter()
-        .enumerate()
-        .find(|(_, r)| !Path::new(r).is_absolute() || r.split('/').any(|c| c == ".."))
-    {
-        return Err(p.value_error(
-            &yaml_path!["allow_outside", i],
-            Kind::AllowOutside(bad.clone()),
-        ));
-    }
-    for (name, def) in &p.file.steps {
-        let key = yaml_path!["steps", name];
-        if !valid_name(name) {
-            return Err(p.key_error(&key, Kind::InvalidStepName(name.clone())));
-        }
-        if def.kind == StepKind::Command && def.run.is_none() {
-            return Err(p.key_error(&key, Kind::CommandNeedsRun(name.clone())));
-        }
-        if def.kind != StepKind::Command && def.run.is_some() {
-            return Err(p.key_error(
-                &yaml_path!["steps", name, "run"],
-                Kind::RunNotForKind(name.clone()),
-            ));
-        }
-        for (i, axis) in def.foreach.iter().enumerate() {
-            axis.axis().map_err(|message| {
-                p.step_error(
-                    name,
-                    &yaml_path!["foreach", i],
-                    Kind::Foreach {
-                        step: name.clone(),
-                        message,
-                    },
-                )
-            })?;
-        }
-        if let Some(t) = def.timeout {
-            if t <= 0.0 || !t.is_finite() {
-                return Err(p.step_error(
-                    name,
-                    &yaml_path!["timeout"],
-                    Kind::BadTimeout(name.clone()),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn valid_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// Read and parse every `*.yaml`/`*.yml` file in the project's `pipelines/` folder.
@@ -443,7 +303,7 @@ fn expand_step(
     let template = |rest: &[Seg], message: String| {
         let mut span = p.step_span(name, rest);
         if let Some(placeholder) = message.split('`').find(|w| w.starts_with('{')) {
-            span = span.narrow(&p.text, placeholder);
+            span = span.narrow(p.text(), placeholder);
         }
         p.error(
             span,

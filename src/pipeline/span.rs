@@ -23,6 +23,15 @@ impl Span {
         column: 1,
     };
 
+    /// No place: what a generated pipeline's errors have (line 0; `file:line:col` shows only
+    /// the file).
+    pub const NONE: Span = Span {
+        offset: 0,
+        len: 0,
+        line: 0,
+        column: 0,
+    };
+
     /// The span of one character at 1-based `line` and `column` of `text` (a point past its end
     /// when there is no such character).
     pub fn at_line_col(text: &str, line: usize, column: usize) -> Span {

@@ -2,6 +2,7 @@
 //! Opened from plain [`Options`] (the command line's global options), so that library code
 //! (`eval`, `agent`) opens sessions without the command line.
 
+pub mod doctor;
 mod options;
 pub mod ray;
 

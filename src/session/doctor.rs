@@ -1,0 +1,123 @@
+//! What `jb doctor --json` prints: the environment fingerprint, the device's measured peaks, the
+//! paths and whether the OS sandbox starts here; with `--executor ray`, the cluster instead.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::exec::sandbox::Sandbox;
+use crate::project::Project;
+
+/// `jb doctor --json` on this machine (field order is the output's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoctorReport {
+    pub fingerprint: BTreeMap<String, String>,
+    /// The worker's `peak` answer (null when it did not answer).
+    pub peak: Value,
+    pub pyenv: PathBuf,
+    pub cache_dir: PathBuf,
+    pub sandbox: SandboxReport,
+}
+
+/// Whether the OS sandbox starts: `{ok: true, bwrap, startup_ms}` or `{ok: false, error}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SandboxReport {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bwrap: Option<PathBuf>,
+    /// Start-up time of a trivial command inside it, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl SandboxReport {
+    /// Start the project's sandbox with a trivial command inside it, and time it.
+    pub fn probe(project: &Project) -> SandboxReport {
+        let sb = Sandbox::new(
+            &project.root,
+            &project.python_dir,
+            &project.pyenv_dir,
+            &project.cache_dir,
+        );
+        match sb.and_then(|sb| sb.probe().map(|t| (sb, t))) {
+            Ok((sb, t)) => SandboxReport {
+                ok: true,
+                bwrap: Some(sb.bwrap),
+                startup_ms: Some(t.as_secs_f64() * 1e3),
+                error: None,
+            },
+            Err(e) => SandboxReport {
+                ok: false,
+                bwrap: None,
+                startup_ms: None,
+                error: Some(e.to_string()),
+            },
+        }
+    }
+}
+
+/// `jb doctor --executor ray --json` (field order is the output's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RayDoctorReport {
+    /// Always `ray`.
+    pub executor: &'static str,
+    pub address: String,
+    /// The cluster's answer to `nodes` (nodes, totals, the judges' resource).
+    pub cluster: Value,
+    pub fingerprint: BTreeMap<String, String>,
+    pub pyenv: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_keys_in_order() {
+        let ok = SandboxReport {
+            ok: true,
+            bwrap: Some("/usr/bin/bwrap".into()),
+            startup_ms: Some(1.5),
+            error: None,
+        };
+        let r = DoctorReport {
+            fingerprint: BTreeMap::from([("jax".to_string(), "0.4".to_string())]),
+            peak: json!({"flops": 1.0}),
+            pyenv: "/p".into(),
+            cache_dir: "/c".into(),
+            sandbox: ok,
+        };
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"fingerprint":{"jax":"0.4"},"peak":{"flops":1.0},"pyenv":"/p","cache_dir":"/c","sandbox":{"ok":true,"bwrap":"/usr/bin/bwrap","startup_ms":1.5}}"#
+        );
+        let failed = SandboxReport {
+            ok: false,
+            bwrap: None,
+            startup_ms: None,
+            error: Some("no bwrap".into()),
+        };
+        assert_eq!(
+            serde_json::to_string(&failed).unwrap(),
+            r#"{"ok":false,"error":"no bwrap"}"#
+        );
+        let ray = RayDoctorReport {
+            executor: "ray",
+            address: "auto".into(),
+            cluster: json!({"nodes": []}),
+            fingerprint: BTreeMap::new(),
+            pyenv: "/p".into(),
+            cache_dir: "/c".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&ray).unwrap(),
+            r#"{"executor":"ray","address":"auto","cluster":{"nodes":[]},"fingerprint":{},"pyenv":"/p","cache_dir":"/c"}"#
+        );
+    }
+}
