@@ -8,11 +8,9 @@ first session in a process costs +15-30 %). Then one trace session holds every t
 * alone (no ``pair``): ``iters`` iterations (default 50), as one round;
 * paired (``pair``: a list of impl specs, e.g. ``[{"kind": "xla"}, {"kind": "baseline", ...}]``):
   alternating rounds, the order rotated each round (A B C, C A B, B C A, ...), every program on the
-  same input sets. Each program gets about the same time in a round (``plan_rounds``, from its
-  warmup times): one iteration of the slowest program, as many of a faster one as take as long
-  (at most 20; ``round_s`` = 0.05 s a round when every program is fast), so that a fast XLA
-  reference beside a slow interpret-mode kernel is timed ten times a round instead of once, at
-  little cost; ``round_iters`` fixes the count for every program. After ``min_rounds`` rounds
+  same input sets; ``round_iters`` iterations of each a round (default: as many as make a round
+  of about ``round_s`` = 0.05 s, between 1 and 20: slow interpret-mode kernels get one iteration a
+  round and so more rounds, microsecond programs enough to average out timer noise). After ``min_rounds`` rounds
   (default 6) the rounds stop when every speedup's bootstrap 95 % interval (jb.stats; from the live
   host wall-clock rounds) has a half-width of at most ``target`` (default 2 %) of the speedup
   (``stop: "converged"``), when the budget is spent (``"budget"``): ``budget_s`` seconds (default
@@ -234,30 +232,24 @@ def _round_times(samples: list[float], rounds: list[list[int]]) -> list[float | 
 
 def plan_rounds(per_iter_s: list[float], iters: int, min_rounds: int, *, round_s: float = ROUND_S,
                 step_overhead_s: float = STEP_OVERHEAD_S, fixed: int | None = None) -> tuple[list[int], float]:
-    """Iterations per round of each program and the cost budget (seconds) of the timed rounds.
+    """Iterations per round of each program and the cost budget (seconds) of the rounds.
 
-    Each program gets about the same time in a round, at least one iteration of the slowest
-    (``round_s`` in all when every program is fast): a fast reference beside a slow interpret-mode
-    kernel gets several iterations a round, whose median is far less noisy than one, at little cost.
-    The budget is what separate profile steps of the same programs would spend: ``iters``
-    iterations each plus their fixed cost (``step_overhead_s`` for each step the pairing saves).
-    Iterations are cut (never below one) so that ``min_rounds`` rounds fit in it.
+    Every program gets the same number of iterations a round: as many as make a round of about
+    ``round_s`` (at least one, at most ``MAX_ROUND_ITERS``), cut so that ``min_rounds`` rounds
+    fit in the budget. (Giving a fast reference more iterations than a slow kernel, for the same
+    time each, was tried: its round medians were no steadier - what varies is the state each
+    program finds after the other ran - and it left fewer rounds: wider intervals.) The budget is
+    what the separate profile steps of the same programs would spend: ``iters`` iterations each
+    plus their fixed cost (``step_overhead_s`` for each step the pairing saves).
     """
     t = [max(float(x), 1e-9) for x in per_iter_s]
     n = len(t)
     budget = iters * sum(t) + (n - 1) * step_overhead_s
     if fixed is not None:
         return [fixed] * n, budget
-    slot = max(max(t), round_s / n)
-    k = [max(1, min(MAX_ROUND_ITERS, round(slot / x))) for x in t]
-    per_round = sum(ki * ti for ki, ti in zip(k, t))
-    if per_round * min_rounds > budget:
-        # One iteration each is the minimum; the time left in a round goes to the extra ones.
-        extra_time = budget / min_rounds - sum(t)
-        extra_wanted = sum((ki - 1) * ti for ki, ti in zip(k, t))
-        f = max(0.0, extra_time) / extra_wanted
-        k = [1 + int((ki - 1) * f) for ki in k]
-    return k, budget
+    k = max(1, min(MAX_ROUND_ITERS, int(round_s / sum(t))))
+    k = max(1, min(k, int(budget / (min_rounds * sum(t)))))
+    return [k] * n, budget
 
 
 def _live_converged(programs: list[Program], target: float) -> bool:
