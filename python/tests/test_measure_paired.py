@@ -97,7 +97,8 @@ def test_paired_never_costs_more_than_separate_steps():
                      "pair": [{"kind": "xla"}], "warmup": 2, "round_iters": 2, "iters": 7,
                      "step_overhead_s": 0.0, "min_rounds": 2, "budget_s": 600, "target": -1.0})
     p = r["paired"]
-    assert p["stop"] == "budget" and p["budget_spent"] == "cost"
+    assert p["stop"] == "budget" and p["budget_spent"] in ("cost", "iterations")
+    assert len(r["samples_ms"]) <= 7
     # The rounds stop before the next one would pass 7 iterations of each program (their
     # estimated time): their wall time is within the budget plus at most one round.
     assert p["timed_s"] <= p["elapsed_s"] <= p["cost_budget_s"] * (1 + 1 / p["rounds"]) + 1e-3

@@ -17,7 +17,8 @@ first session in a process costs +15-30 %). Then one trace session holds every t
   20) of timed rounds (``budget_spent: "time"``), or the cost of the separate profile steps it
   replaces (``"cost"``): the rounds' wall time (output checks included) reaches ``iters``
   (default 50) iterations of each program at its warmup time, plus ``step_overhead_s`` (1 s, a
-  separate step's measured fixed cost) for each step saved; or at
+  separate step's measured fixed cost) for each step saved, or ``"iterations"``: ``iters`` timed
+  iterations of each program, what a separate step times; or at
   ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
 
 The trace is parsed by jb.trace per program (each program is compiled under its own module name,
@@ -463,6 +464,12 @@ def run(args: dict) -> dict:
                         # The next round would take the rounds (their output checks included)
                         # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
+                        break
+                    if len(main.wall) + round_iters_of[0] > iters:
+                        # Nor more timed iterations of a program than its separate step (each
+                        # adds trace events to record and parse: for interpret-mode kernels
+                        # thousands, seconds in all).
+                        stop, budget_spent = "budget", "iterations"
                         break
                     if r >= max_rounds:
                         stop = "max_rounds"
