@@ -10,8 +10,11 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{JbError, Result};
 
-/// Blobs up to this size are verified on every cache hit (see [`Cas::check`]).
-pub const CHECK_INLINE_MAX: u64 = 1 << 20;
+/// Blobs up to this size are verified on every cache hit (see [`Cas::check`]): results, logs,
+/// small outputs. Larger ones - profiler traces (0.4-1 MiB each at tiny scale: 9 MB read and
+/// hashed by every no-op `jb build all` when this was 1 MiB), exported programs - are verified
+/// whenever they are read.
+pub const CHECK_INLINE_MAX: u64 = 64 << 10;
 
 #[derive(Debug, Clone)]
 pub struct Cas {
