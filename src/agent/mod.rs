@@ -38,6 +38,7 @@ pub mod prompt;
 pub mod report;
 pub mod runner;
 pub mod store;
+pub mod study;
 pub mod table;
 pub mod translate;
 

@@ -2,35 +2,25 @@
 //! a context pack, beam search) over workloads, evaluate every sample like `jb eval`, and
 //! account for it in the run database.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
 
-use crate::agent::accounting::{summarize, BenchmarkSummary, Outcome};
 use crate::agent::backoff::Backoff;
 use crate::agent::client::OpenAiClient;
 use crate::agent::command_agent::CommandAgent;
 use crate::agent::context::ContextPack;
 use crate::agent::file_agent::FileAgent;
 use crate::agent::hardware::{self, Device};
-use crate::agent::methods::{self, Method, Plan, Sample};
-use crate::agent::report::{AgentReport, BenchmarkDetail};
-use crate::agent::store::{RunInfo, SampleRow, Store};
-use crate::agent::{benchmark, table, Agent, Sampling};
-use crate::engine::progress;
+use crate::agent::methods::Method;
+use crate::agent::study::{self, StudyRequest};
+use crate::agent::{table, Agent, Sampling};
 use crate::error::{exit, JbError};
-use crate::exec::python::PythonExecutor;
 
 use super::GlobalOpts;
-use crate::agent::runner::EngineRunner;
-use crate::eval::EvalSettings;
 use crate::resolve;
-use crate::session::{worker_spec, Python, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MethodArg {
@@ -212,40 +202,6 @@ fn method_of(a: &AgentArgs) -> anyhow::Result<Method> {
     Ok(m)
 }
 
-fn method_params(m: &Method) -> Value {
-    match m {
-        Method::BestOfN { samples } => json!({"samples": samples}),
-        Method::Iterative { chains, turns } => json!({"chains": chains, "turns": turns}),
-        Method::Beam {
-            beam,
-            candidates,
-            translate_iters,
-            optimize_iters,
-        } => {
-            json!({"beam": beam, "candidates": candidates, "translate_iters": translate_iters, "optimize_iters": optimize_iters})
-        }
-    }
-}
-
-fn describe_method(name: &str, m: &Method) -> String {
-    match m {
-        Method::BestOfN { samples } => format!("{name}: {samples} independent samples per benchmark"),
-        Method::Iterative { chains, turns } => format!(
-            "{name}: {chains} chains x {turns} turns = {} samples per benchmark",
-            chains * turns
-        ),
-        Method::Beam {
-            beam,
-            candidates,
-            translate_iters,
-            optimize_iters,
-        } => format!(
-            "{name}: beam {beam} x {candidates} candidates, {translate_iters} translate + {optimize_iters} optimise iterations = {} samples per benchmark",
-            m.budget()
-        ),
-    }
-}
-
 fn build_agent(a: &AgentArgs, root: &std::path::Path) -> anyhow::Result<Arc<dyn Agent>> {
     let timeout = Duration::from_secs_f64(a.request_timeout.max(0.001));
     match (&a.endpoint, &a.agent_command, &a.answers_dir) {
@@ -297,28 +253,6 @@ fn build_agent(a: &AgentArgs, root: &std::path::Path) -> anyhow::Result<Arc<dyn 
     }
 }
 
-/// One stored row of a sample; `best` is the workload's best speedup after it.
-fn row(s: &Sample, best: Option<f64>) -> SampleRow {
-    SampleRow {
-        workload: s.workload.clone(),
-        number: s.number,
-        tag: s.tag.clone(),
-        chain: s.chain,
-        step: s.step,
-        phase: s.phase.as_str().into(),
-        parent: s.parent,
-        outcome: s.outcome.as_str().into(),
-        eval_status: s.eval.as_ref().map(|e| e.status.clone()),
-        speedup: s.speedup(),
-        best_so_far: best,
-        kernel_ms: s.eval.as_ref().and_then(|e| e.kernel_ms),
-        xla_ms: s.eval.as_ref().and_then(|e| e.xla_ms),
-        translate_key: s.translation.key.clone(),
-        response_cached: s.translation.cached,
-        candidate: s.code().map(crate::agent::runner::digest),
-    }
-}
-
 pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
     let method = method_of(&args)?;
     let method_name = args.method.as_str();
@@ -354,200 +288,47 @@ pub fn run(global: &GlobalOpts, args: AgentArgs) -> anyhow::Result<i32> {
         None
     };
 
-    // The environment: backend, scale and device come from the session.
-    let session = Session::open(&global.session(), Python::IfNeeded)?;
-    // Refuse before any request is sent when candidates could not be run safely.
-    crate::eval::require_sandbox(&session)?;
-    let device = target
-        .unwrap_or_else(|| hardware::from_fingerprint(&session.fingerprint, &session.backend));
-    let worker_hash = session.key_context().worker_hash;
-    let py = PythonExecutor::new(worker_spec(&session.project, &session.worker_env));
-    let benches: Vec<_> = workloads
-        .iter()
-        .map(|w| {
-            benchmark::load(
-                &session.project.root,
-                &session.project.cache_dir,
-                w,
-                &session.scale,
-                &worker_hash,
-                &py,
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    py.close();
-    let mut contexts = HashMap::new();
-    if let Some(pack) = &pack {
-        for w in &workloads {
-            contexts.insert(w.clone(), pack.text_for(w, device.platform.as_str())?);
-        }
-    }
-    let sampling = Sampling {
-        temperature: args.temperature,
-        max_tokens: args.max_tokens,
-        top_p: args.top_p,
-        seed: args.seed,
-    };
-    let params = json!({
-        "method": method_params(&method),
-        "budget": method.budget(),
-        "sampling": sampling.to_json(),
-        "target": device.id,
-        "scale": session.scale,
-        "backend": session.backend,
-        "context": pack.as_ref().map(|p| p.dir.to_string_lossy().to_string()),
-    });
-    let run_name = match &args.run {
-        Some(n) => n.clone(),
-        None => {
-            let h = blake3::hash(
-                json!([method_name, params, agent.identity(), workloads])
-                    .to_string()
-                    .as_bytes(),
-            );
-            format!("{method_name}-{}", &h.to_hex()[..10])
-        }
-    };
-    if run_name.is_empty() || run_name.contains(['/', '\\']) || run_name.starts_with('.') {
-        return Err(usage(format!("--run {run_name}: not a usable name")));
-    }
-    let store = Store::open(&session.project.cache_dir)?;
-    let run_id = store.start_run(&RunInfo {
-        name: run_name.clone(),
-        method: method_name.into(),
-        agent: agent.identity(),
-        params: params.clone(),
-        workloads: workloads.clone(),
-    })?;
-    let title = format!(
-        "{} — {} on {} at scale {} (run {run_name}, #{run_id})",
-        describe_method(method_name, &method),
-        agent.describe(),
-        device.name,
-        session.scale
-    );
-    eprintln!("jb agent: {title}");
-
-    let mut runner = EngineRunner {
-        opts: &global.session(),
-        agent: agent.clone(),
-        pipeline: format!("agent-{method_name}"),
-        eval: EvalSettings {
+    let outcome = study::run(
+        &global.session(),
+        StudyRequest {
+            method_name: method_name.into(),
+            method,
+            workloads,
+            agent,
+            target,
+            context: pack,
+            sampling: Sampling {
+                temperature: args.temperature,
+                max_tokens: args.max_tokens,
+                top_p: args.top_p,
+                seed: args.seed,
+            },
+            run: args.run.clone(),
             timeout: args.timeout,
             memory_mb: args.memory_mb,
             allow_pure_jax: args.allow_pure_jax,
-            remeasure: false,
-            measure_budget: None,
-            handtuned: false,
             jobs: args.jobs,
-            progress: progress::Mode::Quiet,
-            seed: None,
+            parallel: args.parallel,
         },
-        parallel: args.parallel,
-        device,
-        project_root: session.project.root.clone(),
-        cache_dir: session.project.cache_dir.clone(),
-        run_dir: session
-            .project
-            .cache_dir
-            .join("agent")
-            .join("runs")
-            .join(&run_name),
-        cached_responses: 0,
-    };
-    let plan = Plan {
-        device,
-        benches: &benches,
-        contexts,
-        sampling,
-    };
-    // Every sample is stored as it finishes, so an aborted run keeps its accounting.
-    let best: RefCell<HashMap<String, Option<f64>>> = RefCell::new(HashMap::new());
-    let store_err: RefCell<Option<anyhow::Error>> = RefCell::new(None);
-    let budget = method.budget();
-    let mut on_sample = |s: &Sample| {
-        let mut best = best.borrow_mut();
-        let b = best.entry(s.workload.clone()).or_insert(None);
-        if s.outcome.is_correct() {
-            if let Some(x) = s.speedup() {
-                *b = Some(b.map_or(x, |y: f64| y.max(x)));
-            }
-        }
-        let speed = s
-            .speedup()
-            .filter(|_| s.outcome.is_correct())
-            .map(|x| format!(" {x:.3}x"))
-            .unwrap_or_default();
-        eprintln!(
-            "[{} {}/{budget} {}] {}{speed}; best {}{}",
-            s.workload,
-            s.number + 1,
-            s.tag,
-            s.outcome.as_str(),
-            b.map(|x| format!("{x:.3}x")).unwrap_or_else(|| "-".into()),
-            if s.translation.cached {
-                " (cached answer)"
-            } else {
-                ""
-            }
-        );
-        if let Err(e) = store.add_samples(run_id, &[row(s, *b)]) {
-            store_err.borrow_mut().get_or_insert(e.into());
-        }
-    };
-    let result = methods::run(&method, &plan, &mut runner, &mut on_sample);
-    let cached = runner.cached_responses;
-    let requests = agent.requests_sent();
-    if let Some(e) = store_err.into_inner() {
-        return Err(e);
-    }
-    let samples = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let status = if matches!(e.downcast_ref::<JbError>(), Some(JbError::Interrupted)) {
-                "interrupted"
-            } else {
-                "aborted"
-            };
-            store.finish_run(run_id, status, requests, cached, &Value::Null, &Value::Null)?;
-            eprintln!(
-                "jb agent: {status} after {requests} requests ({cached} answers from the cache)"
-            );
-            return Err(e);
-        }
-    };
-    let summaries: Vec<BenchmarkSummary> = samples
-        .iter()
-        .map(|(w, s)| {
-            let pairs: Vec<(Outcome, Option<f64>)> =
-                s.iter().map(|x| (x.outcome, x.speedup())).collect();
-            BenchmarkSummary::new(w, &pairs)
-        })
-        .collect();
-    let summary = summarize(&summaries);
-    let summary_json = serde_json::to_value(&summary)?;
-    let benches_json = serde_json::to_value(&summaries)?;
-    store.finish_run(run_id, "ok", requests, cached, &summary_json, &benches_json)?;
+    )
+    .map_err(|e| match e.downcast::<study::BadRunName>() {
+        Ok(bad) => usage(bad.to_string()),
+        Err(e) => e,
+    })?;
     if global.json {
-        let rows = store.samples(run_id)?;
-        let out = AgentReport {
-            run_id,
-            name: run_name,
-            method: method_name.into(),
-            params,
-            agent: agent.identity(),
-            budget,
-            requests,
-            cached_responses: cached,
-            benchmarks: BenchmarkDetail::all(&summaries, &rows),
-            summary,
-        };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&outcome.report)?);
     } else {
-        print!("{}", table::render(&title, &summaries, &summary));
+        print!(
+            "{}",
+            table::render(&outcome.title, &outcome.summaries, &outcome.summary)
+        );
+        let r = &outcome.report;
         println!(
-            "requests sent {requests}, answers from the cache {cached}; stored as agent run #{run_id} in {}",
-            session.project.cache_dir.join("jb.sqlite").display()
+            "requests sent {}, answers from the cache {}; stored as agent run #{} in {}",
+            r.requests,
+            r.cached_responses,
+            r.run_id,
+            outcome.database.display()
         );
     }
     Ok(exit::OK)
