@@ -102,20 +102,20 @@ def test_paired_never_costs_more_than_separate_steps():
     # The rounds stop before the next one would pass 7 iterations of each program (their
     # estimated time): their wall time is within the budget plus at most one round.
     assert p["timed_s"] <= p["elapsed_s"] <= p["cost_budget_s"] * (1 + 1 / p["rounds"]) + 1e-3
-    assert p["round_iters_by_role"] == {"impl": 2, "xla": 2}
+    assert p["round_iters"] == 2
 
 
 def test_round_plan_fits_the_budget():
     # A 200 ms interpret-mode kernel beside a 20 ms reference: one iteration each a round.
     k, budget = profile.plan_rounds([0.2, 0.02], iters=50, min_rounds=6, step_overhead_s=1.0)
-    assert k == [1, 1] and budget == pytest.approx(50 * 0.22 + 1.0)
+    assert k == 1 and budget == pytest.approx(50 * 0.22 + 1.0)
     # Microsecond programs: as many as make a round of round_s, capped.
     k, _ = profile.plan_rounds([1e-5, 2e-5, 4e-5], iters=50, min_rounds=6)
-    assert k == [profile.MAX_ROUND_ITERS] * 3
+    assert k == profile.MAX_ROUND_ITERS
     # A tight budget cuts the iterations so that min_rounds rounds fit, never below one.
     k, budget = profile.plan_rounds([1e-3, 1e-3], iters=12, min_rounds=6, step_overhead_s=0.0)
-    assert k == [2, 2] and 6 * 2 * 2e-3 <= budget + 1e-12
-    assert profile.plan_rounds([0.2, 0.01], iters=6, min_rounds=6, fixed=3)[0] == [3, 3]
+    assert k == 2 and 6 * 2 * 2e-3 <= budget + 1e-12
+    assert profile.plan_rounds([0.2, 0.01], iters=6, min_rounds=6, fixed=3)[0] == 3
 
 
 def test_unavailable_pair_program_is_skipped_not_fatal():

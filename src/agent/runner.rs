@@ -13,7 +13,7 @@ use crate::agent::hardware::Device;
 use crate::agent::methods::{Answer, Runner, Translation};
 use crate::agent::translate::{self, TranslateJob};
 use crate::agent::Agent;
-use crate::engine::{closure_in_order, progress, BuildOptions};
+use crate::engine::{closure_in_order, BuildOptions};
 use crate::error::JbError;
 use crate::pipeline::generated_pipeline;
 
@@ -100,13 +100,8 @@ impl Runner for EngineRunner<'_> {
         let order = closure_in_order(&session.set, &selected);
         let opts = BuildOptions {
             jobs: self.parallel.max(1),
-            keep_going: false,
-            remeasure: false,
-            timeout: None,
-            exclusive_measurements: false,
-            devices: 1,
-            progress: progress::Mode::Quiet,
             command: format!("jb agent ({} translate steps)", jobs.len()),
+            ..BuildOptions::default()
         };
         let summary = engine.build(&session.set, &order, &opts)?;
         let results = translate::collect(&self.pipeline, jobs, &summary.steps, &engine.cache.cas);

@@ -11,6 +11,19 @@ use super::child::{self, Ended};
 use super::stderr_tail::StderrTail;
 use super::{StepOutput, StepRequest};
 
+/// The shell by its path (as make does: no search of PATH in every step's child), looked up
+/// once per process.
+fn shell() -> &'static str {
+    static SHELL: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        if Path::new("/bin/sh").exists() {
+            "/bin/sh"
+        } else {
+            "sh"
+        }
+    })
+}
+
 pub fn run(req: &StepRequest) -> StepOutput {
     let Some(script) = req.step.run.as_deref() else {
         return StepOutput::new("failed", json!({"reasons": ["command step without `run`"]}));
@@ -21,12 +34,7 @@ pub fn run(req: &StepRequest) -> StepOutput {
             let _ = std::fs::create_dir_all(parent);
         }
     }
-    // The shell by its path (as make does): no search of PATH in every step's child.
-    let mut cmd = Command::new(if Path::new("/bin/sh").exists() {
-        "/bin/sh"
-    } else {
-        "sh"
-    });
+    let mut cmd = Command::new(shell());
     // The step's variables, also as environment variables (`"$JB_VAR_workload"`): the `run:`
     // text has them shell-quoted already (see `pipeline::template::fill_shell`).
     for (k, v) in &req.step.vars {

@@ -232,8 +232,8 @@ def _round_times(samples: list[float], rounds: list[list[int]]) -> list[float | 
 
 
 def plan_rounds(per_iter_s: list[float], iters: int, min_rounds: int, *, round_s: float = ROUND_S,
-                step_overhead_s: float = STEP_OVERHEAD_S, fixed: int | None = None) -> tuple[list[int], float]:
-    """Iterations per round of each program and the cost budget (seconds) of the rounds.
+                step_overhead_s: float = STEP_OVERHEAD_S, fixed: int | None = None) -> tuple[int, float]:
+    """Iterations per round (of every program) and the cost budget (seconds) of the rounds.
 
     Every program gets the same number of iterations a round: as many as make a round of about
     ``round_s`` (at least one, at most ``MAX_ROUND_ITERS``), cut so that ``min_rounds`` rounds
@@ -247,10 +247,9 @@ def plan_rounds(per_iter_s: list[float], iters: int, min_rounds: int, *, round_s
     n = len(t)
     budget = iters * sum(t) + (n - 1) * step_overhead_s
     if fixed is not None:
-        return [fixed] * n, budget
+        return fixed, budget
     k = max(1, min(MAX_ROUND_ITERS, int(round_s / sum(t))))
-    k = max(1, min(k, int(budget / (min_rounds * sum(t)))))
-    return [k] * n, budget
+    return max(1, min(k, int(budget / (min_rounds * sum(t))))), budget
 
 
 def _live_converged(programs: list[Program], target: float) -> bool:
@@ -400,13 +399,12 @@ def run(args: dict) -> dict:
                     times.append(_perf_counter() - t0)
             per_iter_s = [float(np.median(t)) for t in per_iter_s]
             if paired:
-                plan = plan_rounds(per_iter_s, iters, min_rounds,
-                                   round_s=float(args.get("round_s", ROUND_S)),
-                                   step_overhead_s=float(args.get("step_overhead_s", STEP_OVERHEAD_S)),
-                                   fixed=int(fixed_round_iters) if fixed_round_iters is not None else None)
-                round_iters_of, cost_budget_s = plan
+                round_iters, cost_budget_s = plan_rounds(
+                    per_iter_s, iters, min_rounds, round_s=float(args.get("round_s", ROUND_S)),
+                    step_overhead_s=float(args.get("step_overhead_s", STEP_OVERHEAD_S)),
+                    fixed=int(fixed_round_iters) if fixed_round_iters is not None else None)
             else:
-                round_iters_of, cost_budget_s = [iters], math.inf
+                round_iters, cost_budget_s = iters, math.inf
             gc.collect()
             trace_dir = scratch / "timed"
             with _profiler_trace(str(trace_dir)):
@@ -427,7 +425,7 @@ def run(args: dict) -> dict:
                             # kernel, whatever the block size).
                             common.block(p.built(*sets[r % n_sets]))
                             p.runs += 1
-                        for it in range(round_iters_of[j]):
+                        for it in range(round_iters):
                             s = (r + it) % n_sets
                             inputs = sets[s]
                             t0 = _perf_counter()
@@ -465,7 +463,7 @@ def run(args: dict) -> dict:
                         # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
                         break
-                    if len(main.wall) + round_iters_of[0] > iters:
+                    if len(main.wall) + round_iters > iters:
                         # Nor more timed iterations of a program than its separate step (each
                         # adds trace events to record and parse: for interpret-mode kernels
                         # thousands, seconds in all).
@@ -536,8 +534,7 @@ def run(args: dict) -> dict:
                           **jbstats.summary(p.samples), "wall_median_ms": common.stats(p.wall)["median_ms"],
                           "round_ms": _round_times(p.samples, p.rounds)}
                          for p in programs],
-            "rounds": len(main.rounds), "round_iters": round_iters_of[0],
-            "round_iters_by_role": {p.role: k for p, k in zip(programs, round_iters_of)},
+            "rounds": len(main.rounds), "round_iters": round_iters,
             "per_iter_ms_estimate": {p.role: t * 1e3 for p, t in zip(programs, per_iter_s)},
             "cost_budget_s": cost_budget_s, "timed_s": sum(sum(q.wall) for q in programs) / 1e3, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
             "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
