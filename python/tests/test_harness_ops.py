@@ -125,11 +125,27 @@ def test_profile_candidate_12p(tmp_path):
     r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": cand("candidates", "12p_RMSNorm", "rmsnorm_pallas.py"),
                      "warmup": 2, "iters": 6, "input_sets": 3, "out_dir": str(tmp_path)})
     assert r["status"] == "ok", r
-    assert r["timing_source"] == "trace:cpu_thunks", r["timing"]["notes"]
+    assert r["timing_source"] == "host_clock", r["timing"]["notes"]
+    assert r["samples_ms"] == r["wall_samples_ms"]
+    # The trace file comes from a short session after the timed iterations (2 runs), parsed.
+    assert r["timing"]["traced_ms"]["impl"] > 0 and r["timing"]["trace_wall_ratio"] > 0
     assert len(r["samples_ms"]) == 6 and len(r["wall_samples_ms"]) == 6
     assert r["median_ms"] > 0 and r["wall_median_ms"] >= r["min_ms"]
     assert r["flops_source"] == "get_flops" and r["flops"] > 0 and "tflops" not in r and r["interpret"] is True
     assert (tmp_path / r["trace"]).is_file() and r["trace"].startswith("trace/")
+
+
+def test_profile_trace_clock_on_cpu_times_from_the_thunk_events(tmp_path):
+    # The trace clock (TPU/GPU's default) still works on CPU when asked for: every timed iteration
+    # in one trace session, the per-iteration time from XLA:CPU's thunk events.
+    r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": cand("candidates", "12p_RMSNorm", "rmsnorm_pallas.py"),
+                     "warmup": 2, "iters": 6, "clock": "trace", "out_dir": str(tmp_path)})
+    assert r["status"] == "ok", r
+    assert r["timing_source"] == "trace:cpu_thunks", r["timing"]["notes"]
+    assert len(r["samples_ms"]) == 6 and r["samples_ms"] != r["wall_samples_ms"]
+    assert (tmp_path / r["trace"]).is_file()
+    with pytest.raises(ValueError, match="clock"):
+        profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": {"kind": "xla"}, "clock": "tsc"})
 
 
 def test_profile_xla_flops_from_cost_analysis_and_roofline_flag(tmp_path):

@@ -2,8 +2,9 @@
 
 Method. Every program is built ahead of time first (the XLA reference, the ``pair`` programs, then
 the implementation - imported last, after the harness snapshot, as in verify), each gets ``warmup``
-untimed iterations (default 10 on CPU, 5 elsewhere) and one run in a throwaway trace session (the
-first session in a process costs +15-30 %). Then one trace session holds every timed iteration:
+untimed iterations (default 10 on CPU, 5 elsewhere) and one more run (with the trace clock, in a
+throwaway trace session: the first session in a process costs +15-30 %). Then the timed
+iterations (with the trace clock, all in one trace session; see Clock below):
 
 * alone (no ``pair``): ``iters`` iterations (default 50), as one round;
 * paired (``pair``: a list of impl specs, e.g. ``[{"kind": "xla"}, {"kind": "baseline", ...}]``):
@@ -21,14 +22,25 @@ first session in a process costs +15-30 %). Then one trace session holds every t
   iterations of each program, what a separate step times; or at
   ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
 
-The trace is parsed by jb.trace per program (each program is compiled under its own module name,
-``jit_jb_<role>``): device-plane module events on TPU/GPU, thunk events grouped by run_id on
-CPU. Per-round times are the median of a round's iterations; a speedup is the median over rounds
-of ``t_other / t_impl`` with a bootstrap 95 % interval, reported as ``speedup_vs_xla`` /
+Clock (``clock``). On TPU/GPU (``trace``, their default) the timed iterations run in one trace
+session, parsed by jb.trace per program (each program is compiled under its own module name,
+``jit_jb_<role>``): device-plane module events, or on CPU thunk events grouped by run_id. On CPU
+the default is ``host``: the device is the host, and a trace session disturbs what it measures
+there - the profiler's event buffers share the allocator with XLA's temporaries, so the 1p XLA
+reference faults ~7000 fresh pages a run and takes 9-11 ms instead of 4.5 ms in some processes
+and not others, and the 8p reference runs 30 % slower with 2.5x the spread. So the timed
+iterations run untraced, timed by the host clock around each run (``timing_source:
+host_clock``), and afterwards ``trace_iters`` (default 2) iterations of every program run in a
+short trace session of their own, for the trace file and the trace/host-clock cross-check
+(``timing.traced_ms``, ``timing.traced_wall_ms``, ``timing.trace_wall_ratio``).
+
+Per-round times are the median of a round's iterations; a speedup is the median over rounds of
+``t_other / t_impl`` with a bootstrap 95 % interval, reported as ``speedup_vs_xla`` /
 ``speedup_vs_handtuned`` = {point, ci_low, ci_high, rounds, stop}, with every program's absolute
-median and spread under ``paired.programs``. If the trace does not give exactly one event group
-per iteration for every program, the host wall-clock samples are used for all of them
-(``timing_source: wall_clock``), so that both sides of a ratio always come from the same clock.
+median and spread under ``paired.programs``. With the trace clock, if the trace does not give
+exactly one event group per iteration for every program, the host wall-clock samples are used
+for all of them (``timing_source: wall_clock``), so that both sides of a ratio always come from
+the same clock.
 
 Input sets: ``input_sets`` (default 3) sets drawn from seeds the judge takes from OS randomness
 (``secrets``) unless ``seed`` is given (then ``seed + i``); the seeds are recorded (``seeds``).
@@ -51,6 +63,7 @@ fallback reason) go under ``timing``, which jb keeps out of output digests.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import math
@@ -91,6 +104,9 @@ MAX_ROUNDS = 200
 BUDGET_S = 20.0
 TARGET = 0.02
 LIVE_BOOT = 500
+# With the host clock (CPU), iterations of each program run in a short trace session after the
+# timed rounds, for the trace file and the trace/host-clock cross-check (never for timing).
+TRACE_ITERS = 2
 
 
 @dataclasses.dataclass
@@ -106,6 +122,7 @@ class Program:
     rounds: list = dataclasses.field(default_factory=list)  # per round: indices into wall
     samples: list = dataclasses.field(default_factory=list)  # chosen clock, per iteration
     runs: int = 0  # every run inside the timed trace session, the untimed switch-warmups included
+    traced_wall: list = dataclasses.field(default_factory=list)  # host clock, ms: the trace-only iterations
     timed: list = dataclasses.field(default_factory=list)  # which of those runs are timed
 
 
@@ -278,6 +295,11 @@ def run(args: dict) -> dict:
     max_rounds = int(args.get("max_rounds", MAX_ROUNDS)) if paired else 1
     budget_s = float(args.get("budget_s", BUDGET_S))
     target = float(args.get("target", TARGET))
+    clock = str(args.get("clock") or ("host" if req.backend == "cpu" else "trace"))
+    if clock not in ("host", "trace"):
+        raise ValueError(f"clock must be 'host' or 'trace', not {clock!r}")
+    timed_in_trace = clock == "trace"
+    trace_iters = max(0, int(args.get("trace_iters", TRACE_ITERS)))
     if iters < 1 or warmup < 0 or round_iters < 1 or max_rounds < 1 or min_rounds < 1:
         raise ValueError("iters, round_iters, min_rounds and max_rounds must be >= 1 and warmup >= 0")
     seeds = _seeds(args, n_sets)
@@ -392,7 +414,9 @@ def run(args: dict) -> dict:
                     common.run(p.built, sets[i % n_sets])
                     times.append(_perf_counter() - t0)
                 per_iter_s.append(times[len(times) // 2:])
-            with _profiler_trace(str(scratch / "throwaway")):
+            # Trace clock: a throwaway session first (the first in a process costs +15-30 %).
+            # Host clock: the same extra run, untraced (it feeds the per-iteration estimate).
+            with _profiler_trace(str(scratch / "throwaway")) if timed_in_trace else contextlib.nullcontext():
                 for p, times in zip(programs, per_iter_s):
                     t0 = _perf_counter()
                     common.run(p.built, sets[0])
@@ -407,7 +431,7 @@ def run(args: dict) -> dict:
                 round_iters, cost_budget_s = iters, math.inf
             gc.collect()
             trace_dir = scratch / "timed"
-            with _profiler_trace(str(trace_dir)):
+            with _profiler_trace(str(trace_dir)) if timed_in_trace else contextlib.nullcontext():
                 t_start = _perf_counter()
                 r = 0
                 while True:
@@ -472,6 +496,15 @@ def run(args: dict) -> dict:
                     if r >= max_rounds:
                         stop = "max_rounds"
                         break
+            if not timed_in_trace and trace_iters:
+                # Host clock: a few untimed-for-the-result iterations of every program in their own
+                # trace session, for the trace file and the trace/host-clock cross-check.
+                with _profiler_trace(str(trace_dir)):
+                    for p in programs:
+                        for i in range(trace_iters):
+                            t0 = _perf_counter()
+                            common.block(p.built(*sets[i % n_sets]))
+                            p.traced_wall.append((_perf_counter() - t0) * 1e3)
         except TimedOutputError as exc:
             result["reasons"].append(f"timed output check failed: {exc}")
             if exc.role == "impl":
@@ -487,6 +520,8 @@ def run(args: dict) -> dict:
         t0 = _perf_counter()
         timings: list[jbtrace.Timing] = []
         try:
+            if not trace_dir.exists():
+                raise FileNotFoundError("no trace session (trace_iters: 0)")
             events = jbtrace.load(trace_dir)
             for p in programs:
                 timings.append(jbtrace.per_iteration(events, module=p.built.module_name))
@@ -498,9 +533,18 @@ def run(args: dict) -> dict:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    # 3. One clock for every program: the trace if it has one run per iteration of each.
-    usable = all(len(t.samples_ms) == p.runs for t, p in zip(timings, programs))
-    if usable:
+    # 3. One clock for every program: the host clock (CPU: the device is the host), else the
+    #    trace if it has one run per iteration of each.
+    usable = timed_in_trace and all(len(t.samples_ms) == p.runs for t, p in zip(timings, programs))
+    if not timed_in_trace:
+        source = "host_clock"
+        for p in programs:
+            p.samples = list(p.wall)
+        result["timing"]["traced_ms"] = {
+            p.role: (float(np.median(t.samples_ms)) if len(t.samples_ms) == len(p.traced_wall) and t.samples_ms else None)
+            for t, p in zip(timings, programs)}
+        result["timing"]["traced_wall_ms"] = {p.role: (float(np.median(p.traced_wall)) if p.traced_wall else None) for p in programs}
+    elif usable:
         source = f"trace:{timings[0].source}"
         for t, p in zip(timings, programs):
             p.samples = [t.samples_ms[i] for i in p.timed]
@@ -545,13 +589,17 @@ def run(args: dict) -> dict:
         if "handtuned" in speedups:
             result["speedup_vs_handtuned"] = speedups["handtuned"]
 
-    median = result["median_ms"]
-    if source != "wall_clock" and median and result["wall_median_ms"]:
-        ratio = median / result["wall_median_ms"]
+    if source == "host_clock":
+        # The cross-check runs on the traced iterations: trace time over their host clock.
+        median, wall_median = result["timing"]["traced_ms"].get("impl"), result["timing"]["traced_wall_ms"].get("impl")
+    else:
+        median, wall_median = result["median_ms"], result["wall_median_ms"]
+    if source != "wall_clock" and median and wall_median:
+        ratio = median / wall_median
         result["timing"]["trace_wall_ratio"] = ratio
         if ratio > 1.05:
             result["timing"]["notes"].append(f"device time exceeds host wall-clock ({ratio:.2f}x): trace events overlap iterations?")
-        elif ratio < 0.5 and result["wall_median_ms"] - median > 1.0:
+        elif ratio < 0.5 and wall_median - median > 1.0:
             result["timing"]["notes"].append(f"device time is {ratio:.2f}x the host wall-clock: work outside the traced program?")
     status = _roofline(result, args.get("peak") or {}, req.backend, impl.kind)
     if host_callbacks:
