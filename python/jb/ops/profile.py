@@ -18,8 +18,9 @@ iterations (with the trace clock, all in one trace session; see Clock below):
   20) of timed rounds (``budget_spent: "time"``), or the cost of the separate profile steps it
   replaces (``"cost"``): the rounds' wall time (output checks included) reaches ``iters``
   (default 50) iterations of each program at its warmup time, plus ``step_overhead_s`` (1 s, a
-  separate step's measured fixed cost) for each step saved, or ``"iterations"``: ``iters`` timed
-  iterations of each program, what a separate step times; or at
+  separate step's measured fixed cost) for each step saved, or (trace clock only: the trace's
+  events are parsed after the rounds) ``"iterations"``: ``iters`` timed iterations of each
+  program, what a separate step times; or at
   ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
 
 Clock (``clock``). On TPU/GPU (``trace``, their default) the timed iterations run in one trace
@@ -487,10 +488,11 @@ def run(args: dict) -> dict:
                         # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
                         break
-                    if len(main.wall) + round_iters > iters:
-                        # Nor more timed iterations of a program than its separate step (each
-                        # adds trace events to record and parse: for interpret-mode kernels
-                        # thousands, seconds in all).
+                    if timed_in_trace and len(main.wall) + round_iters > iters:
+                        # With the trace clock, nor more timed iterations of a program than its
+                        # separate step: each adds trace events to record and parse after the
+                        # rounds (for interpret-mode kernels thousands, seconds in all). The
+                        # host clock adds nothing after the rounds: the cost rule alone holds.
                         stop, budget_spent = "budget", "iterations"
                         break
                     if r >= max_rounds:
