@@ -119,6 +119,18 @@ def test_paired_never_costs_more_than_separate_steps(clock):
     assert p["round_iters"] == 2
 
 
+def test_a_budget_asked_for_replaces_the_cost_rule():
+    # jb eval --measure-budget passes cost_rule: false: the rounds go on past the separate steps'
+    # cost, until the time budget (or convergence; target -1 never converges).
+    r = profile.run({"workload": wl("12p_RMSNorm"), "scale": "tiny", "impl": {"kind": "xla"},
+                     "pair": [{"kind": "xla"}], "warmup": 2, "round_iters": 2, "iters": 7,
+                     "step_overhead_s": 0.0, "min_rounds": 2, "budget_s": 0.3, "max_rounds": 10**6,
+                     "target": -1.0, "cost_rule": False})
+    p = r["paired"]
+    assert p["stop"] == "budget" and p["budget_spent"] == "time" and p["cost_rule"] is False
+    assert p["elapsed_s"] >= 0.3 > p["cost_budget_s"] and len(r["samples_ms"]) > 7
+
+
 def test_round_plan_fits_the_budget():
     # A 200 ms interpret-mode kernel beside a 20 ms reference: one iteration each a round.
     k, budget = profile.plan_rounds([0.2, 0.02], iters=50, min_rounds=6, step_overhead_s=1.0)

@@ -37,8 +37,11 @@ pub struct EvalArgs {
     /// result). Without it, every evaluation draws a secret seed from OS randomness.
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
-    /// Time budget of the paired measurement in seconds: rounds stop when every speedup's 95 %
-    /// interval is within 2 % of it, or when the budget is spent (default 20).
+    /// Time budget of the paired measurement, in seconds. By default the rounds stop when every
+    /// speedup's 95 % interval is within 2 % of it, or once they have cost what separate profile
+    /// steps of the same programs would (at most 20 s). Given, the budget replaces that cost
+    /// rule: the rounds go on until the intervals are within 2 % or SECONDS are spent (a
+    /// narrower interval on a noisy machine, bought with time).
     #[arg(long, value_name = "SECONDS")]
     pub measure_budget: Option<f64>,
 }

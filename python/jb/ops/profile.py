@@ -22,6 +22,8 @@ iterations (with the trace clock, all in one trace session; see Clock below):
   events are parsed after the rounds) ``"iterations"``: ``iters`` timed iterations of each
   program, what a separate step times; or at
   ``max_rounds`` (default 200). ``paired.cost_budget_s`` and ``paired.timed_s`` show the account.
+  ``cost_rule: false`` (what ``jb eval --measure-budget`` passes) lifts the cost rule: then
+  ``budget_s`` alone bounds the rounds.
 
 Clock (``clock``). On TPU/GPU (``trace``, their default) the timed iterations run in one trace
 session, parsed by jb.trace per program (each program is compiled under its own module name,
@@ -295,6 +297,8 @@ def run(args: dict) -> dict:
     min_rounds = int(args.get("min_rounds", MIN_ROUNDS))
     max_rounds = int(args.get("max_rounds", MAX_ROUNDS)) if paired else 1
     budget_s = float(args.get("budget_s", BUDGET_S))
+    # False (jb eval --measure-budget): budget_s alone bounds the rounds, not the separate steps' cost.
+    cost_rule = bool(args.get("cost_rule", True))
     target = float(args.get("target", TARGET))
     clock = str(args.get("clock") or ("host" if req.backend == "cpu" else "trace"))
     if clock not in ("host", "trace"):
@@ -487,7 +491,7 @@ def run(args: dict) -> dict:
                     if elapsed >= budget_s:
                         stop, budget_spent = "budget", "time"
                         break
-                    if r >= min_rounds and elapsed + elapsed / r > cost_budget_s:
+                    if cost_rule and r >= min_rounds and elapsed + elapsed / r > cost_budget_s:
                         # The next round would take the rounds (their output checks included)
                         # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
@@ -588,7 +592,7 @@ def run(args: dict) -> dict:
                          for p in programs],
             "rounds": len(main.rounds), "round_iters": round_iters,
             "per_iter_ms_estimate": {p.role: t * 1e3 for p, t in zip(programs, per_iter_s)},
-            "cost_budget_s": cost_budget_s, "timed_s": sum(sum(q.wall) for q in programs) / 1e3, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
+            "cost_budget_s": cost_budget_s, "cost_rule": cost_rule, "timed_s": sum(sum(q.wall) for q in programs) / 1e3, "switch_warmup": switch_warmup, "orders": orders, "stop": stop,
             "elapsed_s": elapsed, "budget_s": budget_s, "budget_spent": budget_spent, "budget_iters": iters, "target": target, "min_rounds": min_rounds,
             "max_rounds": max_rounds, "timing_source": source, "ratios": ratios, "skipped": skipped,
         }
