@@ -218,3 +218,11 @@ def test_device_check_smoke_on_cpu(capsys):
     problems = [line for line in out.splitlines() if line.startswith("PROBLEM:")]
     assert all("not ~1x" in p for p in problems), out
     assert code == (1 if problems else 0)
+
+
+def test_machine_drift_tool_times_windows():
+    from jb.tools import machine_drift
+
+    r = machine_drift.measure(0.4, 0.1)
+    assert r["runs"] >= len(r["window_medians_ms"]) >= 2
+    assert all(m > 0 for m in r["window_medians_ms"]) and r["spread"] >= 0
