@@ -124,7 +124,7 @@ class Program:
     wall: list = dataclasses.field(default_factory=list)  # per iteration, ms
     rounds: list = dataclasses.field(default_factory=list)  # per round: indices into wall
     samples: list = dataclasses.field(default_factory=list)  # chosen clock, per iteration
-    runs: int = 0  # every run inside the timed trace session, the untimed switch-warmups included
+    runs: int = 0  # every run in the timed rounds, the untimed switch-warmups included (the trace clock matches them to events)
     traced_wall: list = dataclasses.field(default_factory=list)  # host clock, ms: the trace-only iterations
     timed: list = dataclasses.field(default_factory=list)  # which of those runs are timed
 
@@ -547,7 +547,6 @@ def run(args: dict) -> dict:
 
     # 3. One clock for every program: the host clock (CPU: the device is the host), else the
     #    trace if it has one run per iteration of each.
-    usable = timed_in_trace and all(len(t.samples_ms) == p.runs for t, p in zip(timings, programs))
     if not timed_in_trace:
         source = "host_clock"
         for p in programs:
@@ -556,7 +555,7 @@ def run(args: dict) -> dict:
             p.role: (float(np.median(t.samples_ms)) if len(t.samples_ms) == len(p.traced_wall) and t.samples_ms else None)
             for t, p in zip(timings, programs)}
         result["timing"]["traced_wall_ms"] = {p.role: (float(np.median(p.traced_wall)) if p.traced_wall else None) for p in programs}
-    elif usable:
+    elif all(len(t.samples_ms) == p.runs for t, p in zip(timings, programs)):
         source = f"trace:{timings[0].source}"
         for t, p in zip(timings, programs):
             p.samples = [t.samples_ms[i] for i in p.timed]
