@@ -9,7 +9,10 @@ pub struct Project {
     pub root: PathBuf,
     pub cache_dir: PathBuf,
     pub python_dir: PathBuf,
+    /// The path workers use for the Python environment: `cache/pyenv` of the project (a link
+    /// into `cache/pyenvs/`) or the folder `--pyenv` / `JB_PYENV` names.
     pub pyenv_dir: PathBuf,
+    pub pyenv: crate::pyenv::Location,
 }
 
 impl Project {
@@ -40,14 +43,21 @@ impl Project {
         let cache_dir = cache_dir
             .map(absolute)
             .unwrap_or_else(|| root.join("cache"));
-        let pyenv_dir = pyenv_dir
-            .map(absolute)
-            .unwrap_or_else(|| cache_dir.join("pyenv"));
+        // One environment per pin set, shared by every cache dir: under the project's own
+        // `cache/`, whatever `--cache-dir` says.
+        let pyenv = match pyenv_dir {
+            Some(dir) => crate::pyenv::Location::Explicit(absolute(dir)),
+            None => crate::pyenv::Location::Shared {
+                link: root.join("cache").join("pyenv"),
+                root: root.join("cache").join("pyenvs"),
+            },
+        };
         Ok(Project {
             python_dir: python_source_dir(&root),
             root,
             cache_dir,
-            pyenv_dir,
+            pyenv_dir: pyenv.path().to_path_buf(),
+            pyenv,
         })
     }
 

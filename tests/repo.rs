@@ -246,7 +246,21 @@ fn doctor_prints_fingerprint_and_peaks() {
     let r = Repo::new().jb(&["--json", "doctor"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v = r.json();
-    assert_eq!(v["fingerprint"]["jax"], "0.10.2");
+    // The jax the worker runs is the one the pins it reports were built from.
+    let reqs = v["pins"]["requirements"].as_str().unwrap();
+    let text = std::fs::read_to_string(repo_root().join(reqs)).unwrap();
+    let pinned = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("jax=="))
+        .unwrap_or_else(|| panic!("{reqs} pins no jax"));
+    assert_eq!(v["fingerprint"]["jax"], pinned);
+    assert!(
+        v["pins"]["id"].as_str().unwrap().starts_with("cpu-py3"),
+        "{v:#}"
+    );
+    if v["pins"]["fallback"] == false {
+        assert!(pinned.starts_with("0.12."), "{pinned}");
+    }
     assert_eq!(v["fingerprint"]["backend"], "cpu");
     let peak = &v["peak"];
     assert!(

@@ -97,10 +97,20 @@ impl Proj {
         self.command(args).output().expect("run jb").into()
     }
 
-    /// Processes whose command line mentions this test's marker or project folder.
+    /// Processes whose command line mentions this test's marker or project folder, once the
+    /// kernel has had a moment to finish what jb killed (a SIGKILLed process tree on a busy
+    /// machine is not gone the instant jb exits; one that survives 10 s was not killed).
     fn leftovers(&self) -> Vec<String> {
         let root = self.root().to_string_lossy().to_string();
-        processes_matching(&[&self.marker, &root])
+        let mut found = processes_matching(&[&self.marker, &root]);
+        for _ in 0..100 {
+            if found.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            found = processes_matching(&[&self.marker, &root]);
+        }
+        found
     }
 }
 

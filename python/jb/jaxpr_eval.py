@@ -78,11 +78,9 @@ def _bind(eqn, vals: list):
 
 
 def _closed(sub):
-    from jax._src import core
+    from jb import jaxcompat
 
-    if isinstance(sub, core.ClosedJaxpr):
-        return sub.jaxpr, sub.consts
-    return sub, ()
+    return jaxcompat.jaxpr_parts(sub) or (sub, ())
 
 
 def _is_low(dtype) -> bool:

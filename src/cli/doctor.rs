@@ -9,7 +9,7 @@ use crate::exec::python::PythonExecutor;
 use crate::exec::CancelFlag;
 
 use super::GlobalOpts;
-use crate::session::doctor::{DoctorReport, SandboxReport};
+use crate::session::doctor::{DoctorReport, PinsReport, SandboxReport};
 use crate::session::{self, worker_spec};
 
 #[derive(Debug, clap::Args)]
@@ -67,6 +67,13 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
     );
     py.close();
     let sandbox = SandboxReport::probe(&project);
+    let variant = crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()));
+    let pins = PinsReport::of(&project, variant).unwrap_or(PinsReport {
+        id: String::new(),
+        python: String::new(),
+        requirements: String::new(),
+        fallback: false,
+    });
     if !peak.infra {
         let _ = std::fs::write(
             project.cache_dir.join("peak.json"),
@@ -84,6 +91,7 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
             fingerprint: fp,
             peak: peak.result.clone(),
             pyenv: project.pyenv_dir.clone(),
+            pins,
             cache_dir: project.cache_dir.clone(),
             sandbox,
         };
@@ -92,6 +100,17 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         println!("project     {}", project.root.display());
         println!("cache       {}", project.cache_dir.display());
         println!("pyenv       {}", project.pyenv_dir.display());
+        println!(
+            "pins        {} (Python {}, {}){}",
+            pins.id,
+            pins.python,
+            pins.requirements,
+            if pins.fallback {
+                "; FALLBACK: Python 3.11, so jax 0.10.2 (candidates written for jax 0.12 may not compile); install Python 3.12+ and run `jb setup`"
+            } else {
+                ""
+            }
+        );
         if sandbox.ok {
             println!(
                 "sandbox     ok: {} (start-up {:.1} ms)",

@@ -20,17 +20,22 @@ pub struct SetupArgs {
 pub fn run(global: &GlobalOpts, args: SetupArgs) -> anyhow::Result<i32> {
     let project = session::project(&global.session())?;
     let variant = crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()));
-    let installed =
-        crate::pyenv::ensure(&project.pyenv_dir, &project.python_dir, variant, args.force)?;
-    let pins = crate::pyenv::pins_hash(&project.python_dir, variant)?;
+    let env = crate::pyenv::ensure(&project.pyenv, &project.python_dir, variant, args.force)?;
     println!(
-        "{} Python environment {} (pins {pins})",
-        if installed { "created" } else { "reusing" },
-        project.pyenv_dir.display()
+        "{} Python environment {} (pins {}, Python {}{})",
+        if env.installed { "created" } else { "reusing" },
+        project.pyenv_dir.display(),
+        env.id,
+        env.version.dotted(),
+        if env.is_fallback() {
+            "; the fallback pins of python/py311/ for Python 3.11: jax 0.10.2"
+        } else {
+            ""
+        }
     );
     for extra in &args.with {
         let added =
-            crate::pyenv::ensure_extra(&project.pyenv_dir, &project.python_dir, variant, extra)?;
+            crate::pyenv::ensure_extra(&project.pyenv, &project.python_dir, variant, extra)?;
         println!(
             "{} extra `{extra}` (python/requirements-{extra}.txt)",
             if added { "installed" } else { "reusing" }

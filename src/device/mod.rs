@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod detect;
 pub mod roofline;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

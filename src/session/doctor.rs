@@ -17,8 +17,35 @@ pub struct DoctorReport {
     /// The worker's `peak` answer (null when it did not answer).
     pub peak: Value,
     pub pyenv: PathBuf,
+    /// Which pins the environment was built from.
+    pub pins: PinsReport,
     pub cache_dir: PathBuf,
     pub sandbox: SandboxReport,
+}
+
+/// The environment's pin set: its id, interpreter, requirements file and whether these are the
+/// fallback (Python 3.11, jax 0.10.2) pins.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PinsReport {
+    pub id: String,
+    pub python: String,
+    pub requirements: String,
+    pub fallback: bool,
+}
+
+impl PinsReport {
+    /// The pins of the environment at `project.pyenv_dir` for `variant` (None: not set up).
+    pub fn of(project: &Project, variant: &'static str) -> Option<PinsReport> {
+        let id = crate::pyenv::ready(&project.pyenv_dir, &project.python_dir, variant).ok()??;
+        let (_, version) = crate::pyenv::pins::parse_id(&id)?;
+        let set = crate::pyenv::PinSet::new(&project.python_dir, variant, version);
+        Some(PinsReport {
+            requirements: project.rel(&set.file),
+            fallback: set.is_fallback(),
+            python: version.dotted(),
+            id,
+        })
+    }
 }
 
 /// Whether the OS sandbox starts: `{ok: true, bwrap, startup_ms}` or `{ok: false, error}`.
@@ -90,12 +117,18 @@ mod tests {
             fingerprint: BTreeMap::from([("jax".to_string(), "0.4".to_string())]),
             peak: json!({"flops": 1.0}),
             pyenv: "/p".into(),
+            pins: PinsReport {
+                id: "cpu-py313-0".into(),
+                python: "3.13".into(),
+                requirements: "python/requirements-cpu.txt".into(),
+                fallback: false,
+            },
             cache_dir: "/c".into(),
             sandbox: ok,
         };
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            r#"{"fingerprint":{"jax":"0.4"},"peak":{"flops":1.0},"pyenv":"/p","cache_dir":"/c","sandbox":{"ok":true,"bwrap":"/usr/bin/bwrap","startup_ms":1.5}}"#
+            r#"{"fingerprint":{"jax":"0.4"},"peak":{"flops":1.0},"pyenv":"/p","pins":{"id":"cpu-py313-0","python":"3.13","requirements":"python/requirements-cpu.txt","fallback":false},"cache_dir":"/c","sandbox":{"ok":true,"bwrap":"/usr/bin/bwrap","startup_ms":1.5}}"#
         );
         let failed = SandboxReport {
             ok: false,

@@ -83,9 +83,8 @@ pub fn fingerprint(
     may_start: bool,
 ) -> Result<Option<BTreeMap<String, String>>> {
     let variant = variant(opts);
-    let pins = crate::pyenv::pins_hash(&project.python_dir, variant)?;
-    let probe = crate::fingerprint::probe(&pins, env);
-    if crate::pyenv::installed_pins(&project.pyenv_dir).as_deref() == Some(pins.as_str()) {
+    if let Some(pins) = crate::pyenv::ready(&project.pyenv_dir, &project.python_dir, variant)? {
+        let probe = crate::fingerprint::probe(&pins, env);
         if let Some(fp) = crate::fingerprint::cached(&project.cache_dir, &probe) {
             return Ok(Some(fp));
         }
@@ -93,7 +92,8 @@ pub fn fingerprint(
     if !may_start {
         return Ok(None);
     }
-    crate::pyenv::ensure(&project.pyenv_dir, &project.python_dir, variant, false)?;
+    let pins = crate::pyenv::ensure(&project.pyenv, &project.python_dir, variant, false)?.id;
+    let probe = crate::fingerprint::probe(&pins, env);
     std::fs::create_dir_all(&project.cache_dir)
         .map_err(|e| crate::error::JbError::io(&project.cache_dir, e))?;
     let py = PythonExecutor::new(worker_spec(project, env));

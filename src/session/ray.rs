@@ -85,7 +85,7 @@ pub fn executor(
         let _ = std::fs::remove_file(&stale);
     }));
     let (pyenv, python_dir, variant) = (
-        project.pyenv_dir.clone(),
+        project.pyenv.clone(),
         project.python_dir.clone(),
         variant(opts),
     );
@@ -99,12 +99,7 @@ pub fn executor(
 
 /// Make sure this machine's environment has Ray (the driver runs in it).
 pub fn ensure_env(opts: &Options, project: &Project) -> Result<()> {
-    crate::pyenv::ensure_extra(
-        &project.pyenv_dir,
-        &project.python_dir,
-        variant(opts),
-        "ray",
-    )?;
+    crate::pyenv::ensure_extra(&project.pyenv, &project.python_dir, variant(opts), "ray")?;
     Ok(())
 }
 
@@ -118,7 +113,15 @@ pub fn fingerprint(
     ray: &RayExecutor,
     may_start: bool,
 ) -> Result<Option<BTreeMap<String, String>>> {
-    let pins = crate::pyenv::pins_hash(&project.python_dir, variant(opts))?;
+    let pins = match crate::pyenv::ready(&project.pyenv_dir, &project.python_dir, variant(opts))? {
+        Some(id) => id,
+        None if !may_start => return Ok(None),
+        None => {
+            ensure_env(opts, project)?;
+            crate::pyenv::ready(&project.pyenv_dir, &project.python_dir, variant(opts))?
+                .unwrap_or_default()
+        }
+    };
     let mut probe = crate::fingerprint::probe(&pins, env);
     probe.insert("ray_address".into(), ray.cfg.address.clone());
     let path = fingerprint_file(project);

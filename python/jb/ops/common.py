@@ -14,6 +14,7 @@ import numpy as np
 from jax._src import array as _jax_array
 
 from jb import interpret as interp
+from jb import jaxcompat
 from jb.impl import Impl, error_tail, resolve
 from jb.workload import Workload, load_workload
 
@@ -286,12 +287,9 @@ def memory_dict(compiled) -> dict:
 
 
 def _sub_jaxprs(value):
-    from jax._src import core
-
-    if isinstance(value, core.ClosedJaxpr):
-        yield value.jaxpr, value.consts
-    elif isinstance(value, core.Jaxpr):
-        yield value, ()
+    parts = jaxcompat.jaxpr_parts(value)
+    if parts is not None:
+        yield parts
     elif isinstance(value, (tuple, list)):
         for v in value:
             yield from _sub_jaxprs(v)
@@ -323,8 +321,9 @@ def jaxpr_report(closed) -> dict:
             itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
             consts.append({"shape": list(shape), "dtype": str(dtype), "size": size, "bytes": size * itemsize})
 
-    _walk(closed.jaxpr, closed.consts, visit)
-    inside, outside, unknown_trip = _matmul_flops(closed.jaxpr)
+    jaxpr, top_consts = jaxcompat.jaxpr_parts(closed)
+    _walk(jaxpr, top_consts, visit)
+    inside, outside, unknown_trip = _matmul_flops(jaxpr)
     total = inside + outside
     return {
         "has_pallas_call": any(p in prims for p in PALLAS_PRIMITIVES),

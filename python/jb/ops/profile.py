@@ -251,6 +251,12 @@ def _round_times(samples: list[float], rounds: list[list[int]]) -> list[float | 
     return out
 
 
+def next_round_passes_cost(elapsed_s: float, rounds: int, cost_budget_s: float) -> bool:
+    """The cost rule: whether one more round (estimated as the mean round so far) would take the
+    paired rounds past ``cost_budget_s``, what the separate profile steps would have cost."""
+    return elapsed_s + elapsed_s / max(1, rounds) > cost_budget_s
+
+
 def plan_rounds(per_iter_s: list[float], iters: int, min_rounds: int, *, round_s: float = ROUND_S,
                 step_overhead_s: float = STEP_OVERHEAD_S, fixed: int | None = None) -> tuple[int, float]:
     """Iterations per round (of every program) and the cost budget (seconds) of the rounds.
@@ -491,7 +497,7 @@ def run(args: dict) -> dict:
                     if elapsed >= budget_s:
                         stop, budget_spent = "budget", "time"
                         break
-                    if cost_rule and r >= min_rounds and elapsed + elapsed / r > cost_budget_s:
+                    if cost_rule and r >= min_rounds and next_round_passes_cost(elapsed, r, cost_budget_s):
                         # The next round would take the rounds (their output checks included)
                         # past what the separate profile steps of these programs would cost.
                         stop, budget_spent = "budget", "cost"
