@@ -647,6 +647,43 @@ fn rate_limits_and_server_errors_are_retried() {
 }
 
 #[test]
+fn prompts_the_endpoint_refuses_are_cached_api_errors_and_the_study_goes_on() {
+    // 400 (context length), 413 (payload too large) and 422 (unprocessable) are answers about
+    // one prompt: each is that sample's `api_error`, cached, and the other samples still run.
+    let cache = tempfile::tempdir().unwrap();
+    let server = Server::start(|i, _| match i {
+        0 => Reply::Status(400, None),
+        1 => Reply::Status(413, None),
+        2 => Reply::Status(422, None),
+        _ => Reply::Answer(no_code()),
+    });
+    let args = agent_args(
+        &server,
+        "refusing-model",
+        &[
+            "--method",
+            "best-of-n",
+            "--samples",
+            "5",
+            "--workload",
+            "12p",
+        ],
+    );
+    let r = jb(cache.path(), &args);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let out = r.json();
+    assert_eq!(server.requests(), 5, "no retries of a refused prompt");
+    assert_eq!(count(&out, "api_error"), 3, "{out:#}");
+    assert_eq!(count(&out, "no_code"), 2, "{out:#}");
+    // A rerun asks nothing: the refusals are cached outcomes.
+    let r = jb(cache.path(), &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["requests"], 0);
+    assert_eq!(count(&r.json(), "api_error"), 3);
+    assert_eq!(server.requests(), 5);
+}
+
+#[test]
 fn unreachable_endpoint_is_a_clear_error_with_exit_code_3() {
     let cache = tempfile::tempdir().unwrap();
     let port = {

@@ -25,6 +25,7 @@ class Status(str, enum.Enum):
     INVALID = "invalid"
     SKIPPED = "skipped"
     NO_CODE = "no_code"
+    API_ERROR = "api_error"
     CANCELLED = "cancelled"
     NOT_EXPORTABLE = "not_exportable"
 

@@ -42,6 +42,9 @@ pub enum StepStatus {
     Skipped,
     /// An agent answer held no code.
     NoCode,
+    /// The model's endpoint refused this request for good (HTTP 400/413/422, e.g. a prompt over
+    /// the context length): a cached outcome of its sample; the study goes on.
+    ApiError,
     /// Interrupted (Ctrl-C) before it finished.
     Cancelled,
     /// The candidate could not be exported to a serialized program (it then runs sandboxed).
@@ -66,7 +69,7 @@ pub struct UnknownStatus(pub String);
 
 impl StepStatus {
     /// Every status, in declaration order.
-    pub const ALL: [StepStatus; 16] = [
+    pub const ALL: [StepStatus; 17] = [
         StepStatus::Ok,
         StepStatus::Correct,
         StepStatus::Failed,
@@ -81,6 +84,7 @@ impl StepStatus {
         StepStatus::Invalid,
         StepStatus::Skipped,
         StepStatus::NoCode,
+        StepStatus::ApiError,
         StepStatus::Cancelled,
         StepStatus::NotExportable,
     ];
@@ -101,6 +105,7 @@ impl StepStatus {
             StepStatus::Invalid => "invalid",
             StepStatus::Skipped => "skipped",
             StepStatus::NoCode => "no_code",
+            StepStatus::ApiError => "api_error",
             StepStatus::Cancelled => "cancelled",
             StepStatus::NotExportable => "not_exportable",
         }
@@ -146,6 +151,7 @@ impl StepStatus {
                     | StepStatus::Invalid
                     | StepStatus::Skipped
                     | StepStatus::NoCode
+                    | StepStatus::ApiError
             )
     }
 
@@ -170,6 +176,7 @@ impl StepStatus {
             | StepStatus::Failed => OutcomeClass::RuntimeError,
             StepStatus::Incorrect | StepStatus::Rejected => OutcomeClass::Incorrect,
             StepStatus::Error
+            | StepStatus::ApiError
             | StepStatus::Unsupported
             | StepStatus::Invalid
             | StepStatus::Skipped
@@ -288,6 +295,7 @@ mod tests {
         assert!(!StepStatus::Cancelled.is_failure());
         assert!(StepStatus::Cancelled.stops_build());
         assert!(StepStatus::NoCode.blocks_dependants());
+        assert!(StepStatus::ApiError.blocks_dependants() && !StepStatus::ApiError.stops_build());
         assert!(!StepStatus::NotExportable.blocks_dependants());
         assert_eq!(StepStatus::Invalid.inherited(), StepStatus::Invalid);
         assert_eq!(StepStatus::Crashed.inherited(), StepStatus::Skipped);
