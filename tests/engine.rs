@@ -412,3 +412,61 @@ fn concurrent_builds_wait_for_an_identical_in_flight_step() {
         "each step ran once across both builds"
     );
 }
+
+const DEVICE_STEPS: &str = r#"
+steps:
+  export:
+    kind: export
+    foreach: [{values: {w: [a, b, c, d]}}]
+    params: {w: "{w}"}
+  compile:
+    kind: compile
+    foreach: [{values: {w: [a, b, c, d]}}]
+    params: {w: "{w}"}
+    needs: [export]
+  profile:
+    kind: profile
+    foreach: [{values: {w: [a, b, c, d]}}]
+    params: {w: "{w}"}
+    needs: [compile]
+  note:
+    kind: command
+    run: "true"
+"#;
+
+#[test]
+fn on_an_accelerator_every_backend_step_holds_one_device_and_export_none() {
+    let f = Fixture::new(DEVICE_STEPS, &[]);
+    for kind in ["p/compile", "p/profile", "p/export"] {
+        f.fake
+            .on(kind, FakeBehavior::Sleep(Duration::from_millis(30)));
+    }
+    let opts = BuildOptions {
+        jobs: 8,
+        devices: 2,
+        device_bound: true,
+        ..Default::default()
+    };
+    let summary = f.build(&opts);
+    assert_eq!(summary.failed, 0);
+    let seen = f.fake.devices.lock().unwrap().clone();
+    assert_eq!(seen.len(), 13);
+    for (id, dev) in &seen {
+        if id.starts_with("p/compile") || id.starts_with("p/profile") {
+            assert!(matches!(dev, Some(0 | 1)), "{id}: {dev:?}");
+        } else {
+            assert_eq!(*dev, None, "{id} opens no device");
+        }
+    }
+    assert_eq!(f.fake.max_per_device(), 1, "one judge per device at a time");
+    // On the CPU backend only measurements hold the device.
+    let f = Fixture::new(DEVICE_STEPS, &[]);
+    let opts = BuildOptions {
+        jobs: 8,
+        ..Default::default()
+    };
+    f.build(&opts);
+    for (id, dev) in f.fake.devices.lock().unwrap().iter() {
+        assert_eq!(dev.is_some(), id.starts_with("p/profile"), "{id}: {dev:?}");
+    }
+}

@@ -36,7 +36,7 @@ pub struct BuildArgs {
     pub timeout: Option<f64>,
 }
 
-fn default_jobs() -> usize {
+pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -114,15 +114,8 @@ pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
         remeasure: args.remeasure,
         timeout: args.timeout,
         exclusive_measurements: session.backend == "cpu" && !on_cluster,
-        devices: if on_cluster {
-            u32::MAX / 2
-        } else {
-            session
-                .fingerprint
-                .get("device_count")
-                .and_then(|d| d.parse().ok())
-                .unwrap_or(1)
-        },
+        devices: session.device_units().0,
+        device_bound: session.device_units().1,
         progress: mode,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };

@@ -44,6 +44,10 @@ pub struct EvalArgs {
     /// narrower interval on a noisy machine, bought with time).
     #[arg(long, value_name = "SECONDS")]
     pub measure_budget: Option<f64>,
+    /// Steps run at once (default: the CPU count). Steps that open an accelerator also hold a
+    /// device each (one judge per device), and measurements never overlap on one device.
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
 }
 
 pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
@@ -54,7 +58,7 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
         remeasure: args.remeasure,
         measure_budget: args.measure_budget,
         handtuned: true,
-        jobs: 2,
+        jobs: args.jobs.unwrap_or_else(super::build::default_jobs),
         seed: args.seed,
         progress: if global.json {
             progress::Mode::Quiet

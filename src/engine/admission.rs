@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::pipeline::Step;
+use crate::pipeline::{Step, StepKind};
 
 /// What a step holds while it runs.
 #[derive(Debug, Clone, Default)]
@@ -18,6 +18,9 @@ pub struct Grant {
 
 pub struct Admission {
     jobs: usize,
+    /// Every Python worker step but `export` holds a device unit (an accelerator backend: a
+    /// worker that opens the backend owns its chip, so one judge per device).
+    device_bound: bool,
     running: usize,
     exclusive_running: bool,
     exclusive_measurements: bool,
@@ -26,24 +29,39 @@ pub struct Admission {
     devices_busy: Vec<bool>,
 }
 
-/// The resources a step needs: its declared ones, plus one device for a measurement.
-pub fn needs(step: &Step) -> Vec<(String, u32)> {
+/// Whether a step holds a device unit while it runs: a measurement always; with `device_bound`
+/// (TPU, GPU) every step a Python worker runs on the backend — compile, verify, profile — but
+/// not `export`, which the sandbox runs on the CPU for the target platform.
+pub fn uses_device(step: &Step, device_bound: bool) -> bool {
+    step.kind.is_measurement()
+        || (device_bound && step.kind.uses_python() && step.kind != StepKind::Export)
+}
+
+/// The resources a step needs: its declared ones, plus one device for a measurement (or, with
+/// `device_bound`, for every step that opens the backend).
+pub fn needs(step: &Step, device_bound: bool) -> Vec<(String, u32)> {
     let mut needs: Vec<(String, u32)> = step
         .resources
         .iter()
         .map(|(k, v)| (k.clone(), *v))
         .collect();
-    if step.kind.is_measurement() && !step.resources.contains_key("device") {
+    if uses_device(step, device_bound) && !step.resources.contains_key("device") {
         needs.push(("device".into(), 1));
     }
     needs
 }
 
 impl Admission {
-    pub fn new(jobs: usize, devices: u32, exclusive_measurements: bool) -> Admission {
+    pub fn new(
+        jobs: usize,
+        devices: u32,
+        exclusive_measurements: bool,
+        device_bound: bool,
+    ) -> Admission {
         let devices = devices.max(1);
         Admission {
             jobs: jobs.max(1),
+            device_bound,
             running: 0,
             exclusive_running: false,
             exclusive_measurements,
@@ -55,7 +73,7 @@ impl Admission {
     /// Start `step` if it fits now.
     pub fn try_admit(&mut self, step: &Step) -> Option<Grant> {
         let exclusive = self.exclusive_measurements && step.kind.is_measurement();
-        let needs = needs(step);
+        let needs = needs(step, self.device_bound);
         let fits = self.running < self.jobs
             && !self.exclusive_running
             && (!exclusive || self.running == 0)

@@ -47,6 +47,9 @@ pub struct BuildOptions {
     pub exclusive_measurements: bool,
     /// Capacity of the `device` resource.
     pub devices: u32,
+    /// An accelerator backend on this machine: every step that opens the backend holds a device
+    /// unit (and its lock file), and its worker is the pooled judge of that device.
+    pub device_bound: bool,
     pub progress: progress::Mode,
     pub command: String,
 }
@@ -60,6 +63,7 @@ impl Default for BuildOptions {
             timeout: None,
             exclusive_measurements: false,
             devices: 1,
+            device_bound: false,
             progress: progress::Mode::Quiet,
             command: "build".into(),
         }
@@ -274,6 +278,7 @@ impl Engine {
             timeout: opts.timeout.or(step.timeout).map(Duration::from_secs_f64),
             memory_mb: step.memory_mb,
             cancel: cancel.clone(),
+            device: None,
         })
     }
 
@@ -361,6 +366,7 @@ impl Engine {
                 opts.jobs,
                 opts.devices,
                 opts.exclusive_measurements,
+                opts.device_bound,
             ),
             persister: Persister::new(&self.cache.db, &opts.command, &fingerprint)?,
             reporter: Reporter::new(opts.progress, order.len()),
@@ -560,7 +566,8 @@ impl Engine {
             };
             let r = st.runnable.remove(i).expect("index in range");
             st.reporter.started(&step.id, &r.reason);
-            let request = self.request(set, step, &r.key, opts, st)?;
+            let mut request = self.request(set, step, &r.key, opts, st)?;
+            request.device = grant.devices.first().copied();
             let task = Task {
                 idx: r.idx,
                 key: r.key,

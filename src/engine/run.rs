@@ -84,7 +84,9 @@ impl Task {
             return (TaskOutcome::FoundCached(Box::new(rec)), key_lock, 0.0);
         }
         let mut device_locks = Vec::new();
-        if req.step.kind.is_measurement() {
+        // Every device unit held is also a lock file: two jb processes on one machine never
+        // measure at once, nor (TPU, GPU) open one chip from two judges.
+        {
             for &u in &self.grant.devices {
                 let path = locks::device_lock_path(&self.cache.dir, u);
                 match locks::acquire(&path, &req.cancel) {

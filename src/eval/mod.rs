@@ -68,11 +68,8 @@ fn build_options(session: &Session, s: &EvalSettings) -> BuildOptions {
         timeout: None,
         // On a Ray cluster the judges hold the devices (one step per device at a time).
         exclusive_measurements: session.backend == "cpu" && session.ray.is_none(),
-        devices: if session.ray.is_some() {
-            u32::MAX / 2
-        } else {
-            1
-        },
+        devices: session.device_units().0,
+        device_bound: session.device_units().1,
         progress: s.progress,
         command: std::env::args().collect::<Vec<_>>().join(" "),
     }

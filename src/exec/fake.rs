@@ -25,6 +25,10 @@ pub struct FakeExecutor {
     behaviors: Mutex<HashMap<String, FakeBehavior>>,
     /// Step ids in the order they were executed.
     pub log: Mutex<Vec<String>>,
+    /// (step id, device unit it held) for every executed step.
+    pub devices: Mutex<Vec<(String, Option<u32>)>>,
+    /// Steps running at this moment per device unit, and the most seen at once on any unit.
+    busy: Mutex<(HashMap<u32, u32>, u32)>,
 }
 
 impl FakeExecutor {
@@ -43,12 +47,42 @@ impl FakeExecutor {
 
     pub fn clear_log(&self) {
         self.log.lock().unwrap().clear();
+        self.devices.lock().unwrap().clear();
+        *self.busy.lock().unwrap() = Default::default();
+    }
+
+    /// The most steps that ever ran at once holding the same device unit.
+    pub fn max_per_device(&self) -> u32 {
+        self.busy.lock().unwrap().1
     }
 }
 
 impl Executor for FakeExecutor {
     fn execute(&self, req: &StepRequest) -> StepOutput {
         self.log.lock().unwrap().push(req.step.id.clone());
+        self.devices
+            .lock()
+            .unwrap()
+            .push((req.step.id.clone(), req.device));
+        if let Some(u) = req.device {
+            let mut b = self.busy.lock().unwrap();
+            let n = {
+                let c = b.0.entry(u).or_default();
+                *c += 1;
+                *c
+            };
+            b.1 = b.1.max(n);
+        }
+        let out = self.behave(req);
+        if let Some(u) = req.device {
+            *self.busy.lock().unwrap().0.entry(u).or_default() -= 1;
+        }
+        out
+    }
+}
+
+impl FakeExecutor {
+    fn behave(&self, req: &StepRequest) -> StepOutput {
         let behavior = {
             let b = self.behaviors.lock().unwrap();
             b.get(&req.step.id)

@@ -5,6 +5,7 @@
 pub mod builtin;
 pub mod child;
 pub mod command;
+pub mod devices;
 pub mod dispatch;
 pub mod fake;
 pub mod python;
@@ -42,6 +43,8 @@ pub struct StepRequest {
     pub timeout: Option<std::time::Duration>,
     pub memory_mb: Option<u64>,
     pub cancel: CancelFlag,
+    /// The device unit the step holds (admission's grant): its worker is that device's judge.
+    pub device: Option<u32>,
 }
 
 /// What a step produced.

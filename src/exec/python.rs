@@ -327,7 +327,8 @@ impl Placement<'_> {
 
 pub struct PythonExecutor {
     pub spec: WorkerSpec,
-    pool: Mutex<Vec<Worker>>,
+    /// Idle pooled workers, each with the device unit it was started for.
+    pool: Mutex<Vec<(Option<u32>, Worker)>>,
     live: Mutex<Vec<u32>>,
     pub max_requests_per_worker: u32,
     pub default_timeout: Duration,
@@ -338,6 +339,8 @@ pub struct PythonExecutor {
     /// The device peak {flops_per_s, bytes_per_s, source} profile steps get as `peak` (their
     /// roofline guard); not part of any key.
     pub peak: Option<Value>,
+    /// How workers are pinned to a device (one judge per device on TPU/GPU).
+    pub devices: super::devices::DeviceBinding,
 }
 
 impl PythonExecutor {
@@ -352,6 +355,7 @@ impl PythonExecutor {
             untrusted: None,
             mode: OnceLock::new(),
             peak: None,
+            devices: Default::default(),
         }
     }
 
@@ -380,17 +384,38 @@ impl PythonExecutor {
             .clone()
     }
 
-    fn take_worker(&self, placement: Placement, cancel: &CancelFlag) -> Result<Worker, String> {
+    fn take_worker(
+        &self,
+        placement: Placement,
+        device: Option<u32>,
+        cancel: &CancelFlag,
+    ) -> Result<Worker, String> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         if let Placement::Pooled = placement {
-            if let Some(w) = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-                return Ok(w);
+            if let Some(i) = pool.iter().position(|(d, _)| *d == device) {
+                return Ok(pool.swap_remove(i).1);
             }
+        } else if device.is_some() && self.devices.exclusive_owner() {
+            // One process owns a TPU chip: a sandboxed step that needs it stops the device's
+            // idle judge first (admission gives the unit to one step at a time).
+            let (evicted, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *pool)
+                .into_iter()
+                .partition(|(d, _)| *d == device);
+            *pool = kept;
+            drop(pool);
+            for (_, w) in evicted {
+                self.forget(w);
+            }
+        } else {
+            drop(pool);
         }
         let jail = match placement {
             Placement::Jailed(sb, scratch) => Some((sb, scratch)),
             _ => None,
         };
-        let w = Worker::start(&self.spec, Duration::from_secs(300), jail, cancel)?;
+        let mut spec = self.spec.clone();
+        spec.env.extend(self.devices.env(device));
+        let w = Worker::start(&spec, Duration::from_secs(300), jail, cancel)?;
         self.live
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -398,9 +423,12 @@ impl PythonExecutor {
         Ok(w)
     }
 
-    fn give_back(&self, w: Worker) {
+    fn give_back(&self, w: Worker, device: Option<u32>) {
         if w.requests < self.max_requests_per_worker {
-            self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(w);
+            self.pool
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((device, w));
         } else {
             self.forget(w);
         }
@@ -430,20 +458,22 @@ impl PythonExecutor {
         } else {
             Placement::Pooled
         };
-        self.call_on(op, args, placement, timeout, memory_mb, cancel)
+        self.call_on(op, args, placement, None, timeout, memory_mb, cancel)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call_on(
         &self,
         op: &str,
         args: Value,
         placement: Placement,
+        device: Option<u32>,
         timeout: Duration,
         memory_mb: Option<u64>,
         cancel: &CancelFlag,
     ) -> StepOutput {
         let fresh = placement.fresh();
-        let mut w = match self.take_worker(placement, cancel) {
+        let mut w = match self.take_worker(placement, device, cancel) {
             Ok(w) => w,
             Err(_) if cancel.is_cancelled() => {
                 return StepOutput::infra("cancelled", "interrupted")
@@ -482,7 +512,7 @@ impl PythonExecutor {
                 if fresh {
                     self.forget(w);
                 } else {
-                    self.give_back(w);
+                    self.give_back(w, device);
                 }
                 if v.get("ok").and_then(Value::as_bool) == Some(true) {
                     let mut result = v.get("result").cloned().unwrap_or(json!({}));
@@ -593,6 +623,7 @@ impl PythonExecutor {
                     op,
                     Value::Object(args),
                     Placement::Pooled,
+                    req.device,
                     timeout,
                     memory,
                     &req.cancel,
@@ -616,6 +647,7 @@ impl PythonExecutor {
                     op,
                     Value::Object(args),
                     Placement::Pooled,
+                    req.device,
                     timeout,
                     memory,
                     &req.cancel,
@@ -643,6 +675,7 @@ impl PythonExecutor {
                             op,
                             Value::Object(args),
                             Placement::Fresh,
+                            req.device,
                             timeout,
                             memory,
                             &req.cancel,
@@ -660,6 +693,7 @@ impl PythonExecutor {
                             "recheck",
                             rargs,
                             Placement::Pooled,
+                            req.device,
                             timeout,
                             memory,
                             &req.cancel,
@@ -718,6 +752,7 @@ impl PythonExecutor {
             req.step.kind.as_str(),
             Value::Object(args),
             Placement::Jailed(sb, scratch.path()),
+            req.device,
             timeout,
             memory,
             &req.cancel,
@@ -742,9 +777,9 @@ impl PythonExecutor {
     }
 
     pub fn close(&self) {
-        let workers: Vec<Worker> =
+        let workers: Vec<(Option<u32>, Worker)> =
             std::mem::take(&mut *self.pool.lock().unwrap_or_else(|p| p.into_inner()));
-        for w in workers {
+        for (_, w) in workers {
             self.forget(w);
         }
     }

@@ -256,10 +256,28 @@ impl Session {
                 let mut py = PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
                     .with_untrusted(self.untrusted_policy());
                 py.peak = self.device_peak();
+                py.devices =
+                    crate::exec::devices::DeviceBinding::new(&self.backend, self.device_units().0);
                 py
             }),
             translate,
         })
+    }
+
+    /// The `device` resource's capacity and whether steps that open the backend are bound to a
+    /// device unit: on a Ray cluster the judges hold the devices (capacity unbounded here); on
+    /// this machine one unit per device of the fingerprint, bound on an accelerator backend.
+    pub fn device_units(&self) -> (u32, bool) {
+        if self.ray.is_some() {
+            return (u32::MAX / 2, false);
+        }
+        let count = self
+            .fingerprint
+            .get("device_count")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(1u32)
+            .max(1);
+        (count, matches!(self.backend.as_str(), "gpu" | "tpu"))
     }
 
     /// The roofline peak profile steps are judged against: the published figures of the
