@@ -8,7 +8,6 @@ import pathlib
 import select
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -132,7 +131,6 @@ def test_end_of_input_exits_cleanly():
     try:
         assert w.read(60)["event"] == "ready"
         w.proc.stdin.close()
-        t0 = time.time()
-        assert w.proc.wait(timeout=30) == 0 and time.time() - t0 < 30
+        assert w.proc.wait(timeout=30) == 0
     finally:
         w.close()
