@@ -470,3 +470,65 @@ fn on_an_accelerator_every_backend_step_holds_one_device_and_export_none() {
         assert_eq!(dev.is_some(), id.starts_with("p/profile"), "{id}: {dev:?}");
     }
 }
+
+#[test]
+fn a_published_peak_is_in_profile_keys_and_reaches_the_executor() {
+    // Steps without upstreams: a dry run knows every key.
+    let f = Fixture::new(
+        "steps:\n  compile: {kind: compile, params: {w: a}}\n  profile: {kind: profile, params: {w: a}}\n",
+        &[],
+    );
+    let keys = |peak: Option<serde_json::Value>| {
+        let mut engine = f.engine();
+        engine.ctx.peak = peak;
+        let set = f.set();
+        let all: Vec<usize> = (0..set.steps.len()).collect();
+        engine
+            .plan(&set, &closure_in_order(&set, &all), false)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.step, e.key))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let published = json!({"flops_per_s": 1e15, "bytes_per_s": 4.8e12, "source": "published", "device": "H200"});
+    let other = json!({"flops_per_s": 2e15, "bytes_per_s": 4.8e12, "source": "published", "device": "B200"});
+    let measured =
+        json!({"flops_per_s": 1e11, "bytes_per_s": 1e10, "source": "measured", "device": "cpu"});
+    let (none, a, b, m) = (
+        keys(None),
+        keys(Some(published.clone())),
+        keys(Some(other)),
+        keys(Some(measured)),
+    );
+    assert_eq!(none.len(), 2);
+    for (step, key) in &none {
+        assert!(key.is_some(), "{step}");
+        let judged = step.starts_with("p/profile");
+        assert_eq!(a[step] != *key, judged, "{step}: published peak in the key");
+        assert_eq!(
+            a[step] != b[step],
+            judged,
+            "{step}: another peak, another key"
+        );
+        assert_eq!(m[step], *key, "{step}: a measured peak is not in keys");
+    }
+    // Whatever the executor is, a profile request carries the peak.
+    let mut engine = f.engine();
+    engine.ctx.peak = Some(published.clone());
+    f.fake
+        .on("p/profile", FakeBehavior::Output(json!({"status": "ok"})));
+    let set = f.set();
+    let all: Vec<usize> = (0..set.steps.len()).collect();
+    engine
+        .build(
+            &set,
+            &closure_in_order(&set, &all),
+            &BuildOptions::default(),
+        )
+        .unwrap();
+    let peaks = f.fake.peaks.lock().unwrap().clone();
+    assert!(peaks
+        .iter()
+        .filter(|(id, _)| id.starts_with("p/profile"))
+        .all(|(_, p)| p.as_ref() == Some(&published)));
+}

@@ -20,6 +20,21 @@ pub struct KeyContext {
     pub scale: String,
     /// A global salt (env `JB_SALT`).
     pub salt: Option<String>,
+    /// The device peak profile steps judge their roofline against (`{flops_per_s, bytes_per_s,
+    /// source, device}`), passed to every executor. Published figures are part of a profile
+    /// step's key (a result judged against one peak never stands in for another); a peak jb
+    /// doctor measured is not (it moves with every measurement, and on the CPU the guard only
+    /// flags).
+    pub peak: Option<Value>,
+}
+
+impl KeyContext {
+    /// The peak as a key component, where it is one.
+    pub fn peak_in_key(&self) -> Option<&Value> {
+        self.peak
+            .as_ref()
+            .filter(|p| p.get("source").and_then(Value::as_str) == Some("published"))
+    }
 }
 
 /// Hashes of input files, computed once per build.
@@ -78,6 +93,11 @@ pub fn components(
         }
         c.set("worker", ctx.worker_hash.clone());
         c.set("scale", ctx.scale.clone());
+    }
+    if step.kind.is_measurement() {
+        if let Some(peak) = ctx.peak_in_key() {
+            c.set_json("peak", peak);
+        }
     }
     if let Some(s) = &step.salt {
         c.set("salt", s.clone());

@@ -279,6 +279,7 @@ impl Engine {
             memory_mb: step.memory_mb,
             cancel: cancel.clone(),
             device: None,
+            peak: self.ctx.peak.clone(),
         })
     }
 

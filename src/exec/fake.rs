@@ -27,6 +27,8 @@ pub struct FakeExecutor {
     pub log: Mutex<Vec<String>>,
     /// (step id, device unit it held) for every executed step.
     pub devices: Mutex<Vec<(String, Option<u32>)>>,
+    /// (step id, the device peak its request carried) for every executed step.
+    pub peaks: Mutex<Vec<(String, Option<Value>)>>,
     /// Steps running at this moment per device unit, and the most seen at once on any unit.
     busy: Mutex<(HashMap<u32, u32>, u32)>,
 }
@@ -48,6 +50,7 @@ impl FakeExecutor {
     pub fn clear_log(&self) {
         self.log.lock().unwrap().clear();
         self.devices.lock().unwrap().clear();
+        self.peaks.lock().unwrap().clear();
         *self.busy.lock().unwrap() = Default::default();
     }
 
@@ -64,6 +67,10 @@ impl Executor for FakeExecutor {
             .lock()
             .unwrap()
             .push((req.step.id.clone(), req.device));
+        self.peaks
+            .lock()
+            .unwrap()
+            .push((req.step.id.clone(), req.peak.clone()));
         if let Some(u) = req.device {
             let mut b = self.busy.lock().unwrap();
             let n = {

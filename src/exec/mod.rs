@@ -11,6 +11,7 @@ pub mod fake;
 pub mod python;
 pub mod ray;
 pub mod recheck;
+pub mod request;
 pub mod results;
 pub mod route;
 pub mod sandbox;
@@ -45,6 +46,8 @@ pub struct StepRequest {
     pub cancel: CancelFlag,
     /// The device unit the step holds (admission's grant): its worker is that device's judge.
     pub device: Option<u32>,
+    /// The device peak a profile step's roofline guard judges against (`KeyContext::peak`).
+    pub peak: Option<Value>,
 }
 
 /// What a step produced.

@@ -336,9 +336,6 @@ pub struct PythonExecutor {
     /// How candidates run; `None`: this executor refuses untrusted steps.
     pub untrusted: Option<UntrustedPolicy>,
     mode: OnceLock<SandboxMode>,
-    /// The device peak {flops_per_s, bytes_per_s, source} profile steps get as `peak` (their
-    /// roofline guard); not part of any key.
-    pub peak: Option<Value>,
     /// How workers are pinned to a device (one judge per device on TPU/GPU).
     pub devices: super::devices::DeviceBinding,
 }
@@ -354,7 +351,6 @@ impl PythonExecutor {
             default_memory_mb: None,
             untrusted: None,
             mode: OnceLock::new(),
-            peak: None,
             devices: Default::default(),
         }
     }
@@ -590,30 +586,10 @@ impl PythonExecutor {
     }
 
     pub fn run_step(&self, req: &StepRequest) -> StepOutput {
-        let mut args = match &req.step.params {
-            Value::Object(m) => m.clone(),
-            Value::Null => serde_json::Map::new(),
-            other => {
-                return StepOutput::new(
-                    "failed",
-                    json!({"reasons": [format!("params must be a mapping, got {other}")]}),
-                );
-            }
+        let mut args = match super::request::worker_args(req, None) {
+            Ok(a) => a,
+            Err(o) => return o,
         };
-        args.insert("scale".into(), json!(req.scale));
-        args.insert("backend".into(), json!(req.backend));
-        args.insert("out_dir".into(), json!(req.out_dir));
-        args.insert("project_root".into(), json!(req.project.root));
-        if req.step.kind == crate::pipeline::StepKind::Profile {
-            if let Some(p) = &self.peak {
-                args.entry("peak").or_insert_with(|| p.clone());
-            }
-        }
-        // Upstream results the op may use (e.g. the reference's FLOPs for a kernel's profile).
-        args.insert(
-            "upstream".into(),
-            Value::Array(req.deps.iter().map(|d| json!({"step": d.step_id, "kind": d.kind, "status": d.status, "result": d.result})).collect()),
-        );
         let timeout = req.timeout.unwrap_or(self.default_timeout);
         let memory = req.memory_mb.or(self.default_memory_mb);
         let op = req.step.kind.as_str();

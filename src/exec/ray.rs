@@ -547,37 +547,9 @@ impl RayExecutor {
         self.run_worker_with(req, None, req.step.untrusted())
     }
 
-    /// A worker op's arguments for a step (paths as on this machine; the node rewrites them).
-    fn worker_args(
-        req: &StepRequest,
-        imp: Option<Value>,
-    ) -> Result<serde_json::Map<String, Value>, StepOutput> {
-        let mut args = match &req.step.params {
-            Value::Object(m) => m.clone(),
-            Value::Null => serde_json::Map::new(),
-            other => {
-                return Err(StepOutput::new(
-                    "failed",
-                    json!({"reasons": [format!("params must be a mapping, got {other}")]}),
-                ));
-            }
-        };
-        if let Some(imp) = imp {
-            args.insert("impl".into(), imp);
-        }
-        args.insert("scale".into(), json!(req.scale));
-        args.insert("backend".into(), json!(req.backend));
-        args.insert("out_dir".into(), json!(req.out_dir));
-        args.insert("project_root".into(), json!(req.project.root));
-        args.insert(
-            "upstream".into(),
-            Value::Array(req.deps.iter().map(|d| json!({"step": d.step_id, "kind": d.kind, "status": d.status, "result": d.result})).collect()),
-        );
-        Ok(args)
-    }
-
     fn run_worker_with(&self, req: &StepRequest, imp: Option<Value>, fresh: bool) -> StepOutput {
-        let args = match Self::worker_args(req, imp) {
+        // Paths are as on this machine; the node rewrites them.
+        let args = match super::request::worker_args(req, imp) {
             Ok(a) => a,
             Err(o) => return o,
         };

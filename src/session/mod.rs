@@ -241,6 +241,7 @@ impl Session {
             worker_hash: crate::engine::keys::worker_source_hash(&self.project.python_dir),
             scale: self.scale.clone(),
             salt: std::env::var("JB_SALT").ok(),
+            peak: self.device_peak(),
         }
     }
 
@@ -255,7 +256,6 @@ impl Session {
             python: uses_python.then(|| {
                 let mut py = PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
                     .with_untrusted(self.untrusted_policy());
-                py.peak = self.device_peak();
                 py.devices =
                     crate::exec::devices::DeviceBinding::new(&self.backend, self.device_units().0);
                 py

@@ -77,7 +77,7 @@ impl RayExecutor {
         if self.no_sandbox() {
             return local.execute(req);
         }
-        let args = match Self::worker_args(req, None) {
+        let args = match crate::exec::request::worker_args(req, None) {
             Ok(a) => a,
             Err(o) => return o,
         };
