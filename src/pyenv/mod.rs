@@ -106,7 +106,12 @@ pub fn ready(pyenv: &Path, python_dir: &Path, variant: &'static str) -> Result<O
 struct Lock(std::fs::File);
 
 impl Lock {
+    /// Take the lock file at `path` (its folder is created first: a ready environment can live
+    /// where no lock was ever taken, e.g. an old-layout `cache/pyenv`).
     fn acquire(path: &Path) -> Result<Lock> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| JbError::io(parent, e))?;
+        }
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -396,6 +401,16 @@ pub fn ensure_extra(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_in_a_folder_that_does_not_exist_yet_creates_it() {
+        // CI's clean checkout: a ready environment, no cache/pyenvs folder, then `--with ray`.
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("cache/pyenvs/.pyenv.lock");
+        let lock = Lock::acquire(&path).unwrap();
+        assert!(path.is_file());
+        drop(lock);
+    }
 
     #[test]
     fn the_link_is_relative_when_it_sits_beside_the_root_and_replaces_an_old_folder() {
