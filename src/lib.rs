@@ -8,6 +8,7 @@ pub mod archive;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod contract;
 pub mod device;
 pub mod engine;
 pub mod error;
