@@ -7,7 +7,8 @@ arguments with the node's own facts left as markers, and this module only expand
   become this node's (``policy["placeholders"]``);
 - ``{"size": N}``: ``--size N`` where this bwrap knows it; ``{"devices": [prefixes]}``:
   ``--dev-bind-try`` for those ``/dev`` entries; ``{"base_prefix": true}``: the base
-  interpreter read-only; ``{"passed_env": [prefixes]}``: those variables of this process.
+  interpreter read-only; ``{"passed_env_names": [names], "secret_words": [...]}``: those variables of this process
+  by exact name, none whose name holds a secret word.
 
 Around it, as the local executor does: PDEATHSIG and no core dumps for the sandbox (``rlimits``),
 a private scratch folder (the candidate file copied in, the op's ``out_dir``) whose size is
@@ -94,9 +95,17 @@ def expand(policy: dict, facts: dict, root: str, scratch: str) -> list:
         elif "base_prefix" in part:
             base = os.path.realpath(sys.base_prefix)
             out += ["--ro-bind", base, base]
+        elif "passed_env_names" in part:
+            # By exact name (src/exec/sandbox.rs PASSED_ENV), never a secret-looking name.
+            words = part.get("secret_words") or ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"]
+            for k in part["passed_env_names"]:
+                if k in os.environ and not any(w in k.upper() for w in words):
+                    out += ["--setenv", k, os.environ[k]]
         elif "passed_env" in part:
+            # An older driver's prefixes: secret-looking names are still dropped.
             for k, v in sorted(os.environ.items()):
-                if any(k.startswith(p) for p in part["passed_env"]):
+                if any(k.startswith(p) for p in part["passed_env"]) and not any(
+                        w in k.upper() for w in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")):
                     out += ["--setenv", k, v]
         else:
             raise ValueError(f"unknown sandbox policy part {part!r}")

@@ -52,12 +52,54 @@ pub enum Part {
     Devices,
     /// `--ro-bind P P` for the prefix of the environment's base interpreter.
     BasePrefix,
-    /// `--setenv K V` for each variable named by [`PASSED_ENV_PREFIXES`].
+    /// `--setenv K V` for each variable named exactly in [`PASSED_ENV`] (see [`passed_env`]).
     PassedEnv,
 }
 
-/// Host environment variables passed into the sandbox (accelerator selection and tuning).
-pub const PASSED_ENV_PREFIXES: &[&str] = &["JAX_", "XLA_", "TPU_", "LIBTPU", "CUDA_", "NVIDIA_"];
+/// The host environment variables passed into the sandbox, by exact name (never by prefix):
+/// accelerator selection and tuning only. A name here that matches [`SECRET_WORDS`] is still
+/// dropped.
+pub const PASSED_ENV: &[&str] = &[
+    "JAX_PLATFORMS",
+    "JAX_ENABLE_X64",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "XLA_FLAGS",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+    "TPU_VISIBLE_CHIPS",
+    "TPU_CHIPS_PER_PROCESS_BOUNDS",
+    "TPU_PROCESS_BOUNDS",
+    "TPU_ACCELERATOR_TYPE",
+    "TPU_SKIP_MDS_QUERY",
+    "TPU_WORKER_ID",
+    "TPU_WORKER_HOSTNAMES",
+    "LIBTPU_INIT_ARGS",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+];
+
+/// Words that mark a variable as a secret: never passed in, whatever list names it.
+pub const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
+
+/// Whether a variable name looks like a secret (case-insensitive).
+pub fn is_secret_name(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    SECRET_WORDS.iter().any(|w| up.contains(w))
+}
+
+/// Whether the host variable `name` goes into the sandbox: named in [`PASSED_ENV`] and not a
+/// secret.
+pub fn passed_env(name: &str) -> bool {
+    PASSED_ENV.contains(&name) && !is_secret_name(name)
+}
+
+/// The size of the sandbox's own `/dev/shm` (a tmpfs; the host's is never visible).
+pub const SHM_BYTES: u64 = 64 << 20;
+/// The uid and gid the candidate has inside its user namespace.
+pub const SANDBOX_UID: u32 = 65534;
 
 /// System folders bound read-only when they exist.
 const SYSTEM_DIRS: &[&str] = &[
@@ -217,6 +259,9 @@ impl Sandbox {
             push(&mut a, &[&"--ro-bind-try", d, d]);
         }
         push(&mut a, &[&"--dev", &"/dev"]);
+        // Its own sized /dev/shm (bwrap's --dev gives none of the host's).
+        a.push(Part::Size(SHM_BYTES));
+        push(&mut a, &[&"--tmpfs", &"/dev/shm"]);
         a.push(Part::Devices);
         // A private /tmp of bounded size: tmpfs pages are memory that the process tree's RSS
         // limit does not see, so an unbounded one would let a candidate exhaust the machine.
@@ -233,16 +278,23 @@ impl Sandbox {
         }
         // The cache: hidden wherever a bound folder would show it, then the environment (which
         // lives in it by default) bound back.
+        // Every cache folder a bound folder would show: the one in use and the project's own
+        // `cache/` (visible even when --cache-dir points elsewhere).
         let bound = [&self.project_root, &self.python_dir];
-        let hide = self.cache_dir.is_dir() && bound.iter().any(|b| self.cache_dir.starts_with(b));
-        if hide {
+        let mut hidden: Vec<PathBuf> = Vec::new();
+        for c in [self.cache_dir.clone(), self.project_root.join("cache")] {
+            if c.is_dir() && bound.iter().any(|b| c.starts_with(b)) && !hidden.contains(&c) {
+                hidden.push(c);
+            }
+        }
+        for c in &hidden {
             a.push(Part::Size(1 << 20));
-            push(&mut a, &[&"--tmpfs", &self.cache_dir]);
+            push(&mut a, &[&"--tmpfs", c]);
         }
         push(&mut a, &[&"--ro-bind", &self.pyenv, &self.pyenv]);
-        if hide {
+        for c in &hidden {
             // Nothing can be written where the cache was either.
-            push(&mut a, &[&"--remount-ro", &self.cache_dir]);
+            push(&mut a, &[&"--remount-ro", c]);
         }
         push(&mut a, &[&"--bind", &scratch, &scratch]);
         push(
@@ -250,6 +302,11 @@ impl Sandbox {
             &[
                 &"--unshare-all",
                 &"--unshare-net",
+                &"--unshare-user",
+                &"--uid",
+                &SANDBOX_UID.to_string(),
+                &"--gid",
+                &SANDBOX_UID.to_string(),
                 &"--cap-drop",
                 &"ALL",
                 &"--die-with-parent",
@@ -279,7 +336,9 @@ impl Sandbox {
         }
         a.push(Part::PassedEnv);
         for (k, v) in env {
-            push(&mut a, &[&"--setenv", k, v]);
+            if !is_secret_name(k) {
+                push(&mut a, &[&"--setenv", k, v]);
+            }
         }
         a
     }
@@ -311,7 +370,7 @@ impl Sandbox {
                 }
                 Part::PassedEnv => {
                     for (k, v) in std::env::vars() {
-                        if PASSED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
+                        if passed_env(&k) {
                             a.extend(["--setenv".into(), k.into(), v.into()]);
                         }
                     }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::{lock, node_info, worker_output, RayExecutor};
 use crate::exec::route;
-use crate::exec::sandbox::{self, Part, Sandbox, Trust, DEVICE_PREFIXES, PASSED_ENV_PREFIXES};
+use crate::exec::sandbox::{self, Part, Sandbox, Trust, DEVICE_PREFIXES, PASSED_ENV, SECRET_WORDS};
 use crate::exec::{Executor, StepOutput, StepRequest};
 
 /// Where the node's project tree, Python environment and scratch folder go in the policy.
@@ -44,7 +44,9 @@ pub fn node_policy(env: &[(String, String)]) -> Value {
             Part::Size(n) => json!({ "size": n }),
             Part::Devices => json!({ "devices": DEVICE_PREFIXES }),
             Part::BasePrefix => json!({"base_prefix": true}),
-            Part::PassedEnv => json!({ "passed_env": PASSED_ENV_PREFIXES }),
+            Part::PassedEnv => {
+                json!({ "passed_env_names": PASSED_ENV, "secret_words": SECRET_WORDS })
+            }
         })
         .collect();
     json!({
@@ -174,7 +176,7 @@ mod tests {
         assert!(markers.contains(&&json!({"size": sandbox::TMP_BYTES})));
         assert!(markers.contains(&&json!({"base_prefix": true})));
         assert!(markers.iter().any(|m| m.get("devices").is_some()));
-        assert!(markers.iter().any(|m| m.get("passed_env").is_some()));
+        assert!(markers.iter().any(|m| m.get("passed_env_names").is_some()));
         assert_eq!(p["scratch_bytes"], json!(sandbox::scratch_limit()));
     }
 }
