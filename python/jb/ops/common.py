@@ -334,7 +334,10 @@ def jaxpr_report(closed) -> dict:
             shape = tuple(getattr(obj, "shape", ()))
             size = int(np.prod(shape)) if shape else 1
             dtype = getattr(obj, "dtype", None)
-            itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+            try:
+                itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+            except TypeError:  # not a numpy type: Mosaic GPU barriers, semaphores (no data)
+                itemsize = 0
             consts.append({"shape": list(shape), "dtype": str(dtype), "size": size, "bytes": size * itemsize})
 
     jaxpr, top_consts = jaxcompat.jaxpr_parts(closed)
