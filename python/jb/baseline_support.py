@@ -69,3 +69,14 @@ def flash_block_sizes(cfg: dict):
         block_k_dq=BACKWARD_BLOCK,
         block_q_dq=BACKWARD_BLOCK,
     )
+
+
+def gpu_interpret_mode(interpret):
+    """Mosaic GPU's interpreter (``plgpu.force_gpu_interpret_mode``) when interpreting, else
+    nothing. The interpreter is a private-ish API that moved across releases: a jax without it
+    raises a clear error (jb.interpret.gpu_interpreter)."""
+    if not interpret:
+        return contextlib.nullcontext()
+    from jb import interpret as interp
+
+    return interp.gpu_interpreter()

@@ -128,22 +128,38 @@ def _baseline(path: pathlib.Path, config: dict, wl: Workload, backend: str, inte
         raise
     except BaseException as exc:  # noqa: BLE001
         return Impl("baseline", name, status="compile_error", error_class="import", error=error_tail(exc))
-    merged = {**(getattr(module, "DEFAULTS", None) or {}), **config}
+    track = baseline_track(module, backend)
+    merged = {**(track["defaults"] or {}), **config}
     impl = Impl("baseline", name, config=merged, module=module)
-    unsupported = getattr(module, "unsupported", None)
+    unsupported = track["unsupported"]
     reason = unsupported(backend) if callable(unsupported) else None
     if reason:
         impl.status, impl.error = "unsupported", str(reason)
         return impl
-    invalid = getattr(module, "invalid", None)
+    invalid = track["invalid"]
     reason = invalid(dict(config), dict(wl.config)) if callable(invalid) else None
     if reason:
         impl.status, impl.error = "invalid", str(reason)
         return impl
     try:
-        impl.fn = module.make(dict(config), dict(wl.config), bool(interpret))
+        impl.fn = track["make"](dict(config), dict(wl.config), bool(interpret))
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001
         impl.status, impl.error_class, impl.error = "compile_error", "baseline", error_tail(exc)
     return impl
+
+
+def baseline_track(module, backend: str) -> dict:
+    """The adapter's functions for ``backend``: on ``gpu`` its Mosaic GPU track (``GPU_DEFAULTS``,
+    ``gpu_invalid``, ``gpu_make``; ``GPU_UNSUPPORTED``, the reason, where it has none), else
+    ``DEFAULTS``/``unsupported``/``invalid``/``make`` (the TPU kernels, interpreted on CPU)."""
+    if backend == "gpu":
+        make = getattr(module, "gpu_make", None)
+        if not callable(make):
+            why = getattr(module, "GPU_UNSUPPORTED", None) or "this baseline has no GPU kernel (no gpu_make)"
+            return {"defaults": {}, "unsupported": lambda _b: why, "invalid": None, "make": None}
+        return {"defaults": getattr(module, "GPU_DEFAULTS", None), "unsupported": getattr(module, "gpu_unsupported", None),
+                "invalid": getattr(module, "gpu_invalid", None), "make": make}
+    return {"defaults": getattr(module, "DEFAULTS", None), "unsupported": getattr(module, "unsupported", None),
+            "invalid": getattr(module, "invalid", None), "make": module.make}

@@ -110,3 +110,49 @@ def first_mode(requested: str | None, backend: str) -> str | None:
     if requested == "none":
         return None
     return "tpu" if requested == "tpu" else "generic"
+
+
+# ----------------------------------------------------------------------------------------------
+# Mosaic GPU on CPU (the GPU track's pre-flight). jax 0.12 ships a GPU interpreter
+# (``plgpu.InterpretGPUParams`` / ``plgpu.force_gpu_interpret_mode``: GMEM/SMEM, barriers, TMA
+# simulated on the host). Kernels that size their grid from the device (``get_num_sms``) need an
+# abstract GPU device while they are traced, and a program traced under an abstract mesh must be
+# lowered for an explicit platform and compiled with a device assignment: :func:`gpu_preflight`.
+
+
+class NoGpuInterpreter(RuntimeError):
+    pass
+
+
+def gpu_interpreter():
+    """``plgpu.force_gpu_interpret_mode(plgpu.InterpretGPUParams())``; NoGpuInterpreter where the
+    installed jax has none."""
+    try:
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        force, params = plgpu.force_gpu_interpret_mode, plgpu.InterpretGPUParams
+    except (ImportError, AttributeError) as exc:
+        raise NoGpuInterpreter(f"this jax has no Mosaic GPU interpreter ({exc}); the GPU track is checked by export only") from exc
+    return force(params())
+
+
+def gpu_preflight(fn, *args, device_kind: str | None = None, num_sms: int | None = None, static_argnums=()):
+    """Run a Mosaic GPU ``fn`` on this CPU host in the GPU interpreter, as traced for ``device_kind``
+    (with ``num_sms`` SMs: few keep the simulation short): returns its outputs."""
+    import dataclasses
+
+    import jax
+
+    from jb import platforms
+
+    kind = platforms.kind(device_kind, "gpu")
+    if num_sms is not None:
+        kind = dataclasses.replace(kind, num_cores=int(num_sms))
+    from jax.sharding import use_abstract_mesh
+
+    with gpu_interpreter():
+        with use_abstract_mesh(platforms.abstract_mesh(kind)):
+            traced = jax.jit(fn, static_argnums=static_argnums).trace(*args)
+        compiled = traced.lower(lowering_platforms=("cpu",)).compile(device_assignment=(jax.devices("cpu")[0],))
+    dynamic = [a for i, a in enumerate(args) if i not in static_argnums]
+    return compiled(*dynamic)

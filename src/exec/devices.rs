@@ -12,6 +12,9 @@ pub struct DeviceBinding {
     pub backend: String,
     /// How many devices the backend has (the fingerprint's `device_count`).
     pub count: u32,
+    /// The fingerprint's `device_kind` (`TPU v6 lite`, `NVIDIA H200`): the abstract device the
+    /// export stage serializes for.
+    pub kind: Option<String>,
 }
 
 impl DeviceBinding {
@@ -19,6 +22,28 @@ impl DeviceBinding {
         DeviceBinding {
             backend: backend.to_string(),
             count: count.max(1),
+            kind: None,
+        }
+    }
+
+    pub fn with_kind(mut self, kind: Option<&str>) -> DeviceBinding {
+        self.kind = kind.map(str::to_string);
+        self
+    }
+
+    /// Whether the backend is an accelerator (steps that open it hold a device unit).
+    pub fn accelerator(&self) -> bool {
+        matches!(self.backend.as_str(), "gpu" | "tpu")
+    }
+
+    /// The environment of the export stage's worker on an accelerator backend: JAX on CPU only
+    /// (it serializes for the target without opening it, so it never fights the judge that owns
+    /// a TPU, nor takes GPU memory); nothing on CPU.
+    pub fn export_env(&self) -> Vec<(String, String)> {
+        if self.accelerator() {
+            vec![("JAX_PLATFORMS".into(), "cpu".into())]
+        } else {
+            Vec::new()
         }
     }
 
@@ -85,5 +110,15 @@ mod tests {
                 .1
         };
         assert_ne!(port(0), port(1));
+    }
+
+    #[test]
+    fn the_export_stage_never_opens_the_accelerator() {
+        let cpu_only = vec![("JAX_PLATFORMS".to_string(), "cpu".to_string())];
+        assert_eq!(DeviceBinding::new("tpu", 4).export_env(), cpu_only);
+        assert_eq!(DeviceBinding::new("gpu", 1).export_env(), cpu_only);
+        assert!(DeviceBinding::new("cpu", 1).export_env().is_empty());
+        let b = DeviceBinding::new("tpu", 1).with_kind(Some("TPU v5 lite"));
+        assert_eq!(b.kind.as_deref(), Some("TPU v5 lite"));
     }
 }

@@ -385,6 +385,7 @@ impl PythonExecutor {
         placement: Placement,
         device: Option<u32>,
         cancel: &CancelFlag,
+        export: bool,
     ) -> Result<Worker, String> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         if let Placement::Pooled = placement {
@@ -411,6 +412,10 @@ impl PythonExecutor {
         };
         let mut spec = self.spec.clone();
         spec.env.extend(self.devices.env(device));
+        if export {
+            // After the session's JAX_PLATFORMS: the last setting wins.
+            spec.env.extend(self.devices.export_env());
+        }
         let w = Worker::start(&spec, Duration::from_secs(300), jail, cancel)?;
         self.live
             .lock()
@@ -469,7 +474,8 @@ impl PythonExecutor {
         cancel: &CancelFlag,
     ) -> StepOutput {
         let fresh = placement.fresh();
-        let mut w = match self.take_worker(placement, device, cancel) {
+        let export = op == StepKind::Export.as_str() && placement.fresh();
+        let mut w = match self.take_worker(placement, device, cancel, export) {
             Ok(w) => w,
             Err(_) if cancel.is_cancelled() => {
                 return StepOutput::infra("cancelled", "interrupted")
@@ -593,6 +599,12 @@ impl PythonExecutor {
         let timeout = req.timeout.unwrap_or(self.default_timeout);
         let memory = req.memory_mb.or(self.default_memory_mb);
         let op = req.step.kind.as_str();
+        if req.step.kind == StepKind::Export && self.devices.accelerator() {
+            // Exported from CPU for the fingerprint's device (jb.platforms), see `export_env`.
+            if let Some(kind) = &self.devices.kind {
+                args.entry("device_kind").or_insert_with(|| json!(kind));
+            }
+        }
         let (mut out, trust) = match route::route(&req.step, &req.deps) {
             Route::Pooled => (
                 self.call_on(

@@ -257,7 +257,8 @@ impl Session {
                 let mut py = PythonExecutor::new(worker_spec(&self.project, &self.worker_env))
                     .with_untrusted(self.untrusted_policy());
                 py.devices =
-                    crate::exec::devices::DeviceBinding::new(&self.backend, self.device_units().0);
+                    crate::exec::devices::DeviceBinding::new(&self.backend, self.device_units().0)
+                        .with_kind(self.fingerprint.get("device_kind").map(String::as_str));
                 py
             }),
             translate,

@@ -66,3 +66,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         )
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    "no GPU track wired yet: pallas.ops.gpu.ragged_dot_mgpu fails Mosaic GPU layout inference when exported from CPU for cuda at paper scale ('Failed to infer a possible set of layouts'), and tokamax's ragged_dot implementation='mosaic_gpu' picks its kernel from the concrete device ('Unsupported GPU architecture' on CPU)"
+)

@@ -57,3 +57,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         return jnp.transpose(out, (0, 2, 1, 3))
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    "no GPU track wired yet: the Mosaic GPU attention of the installed JAX (pallas.ops.gpu.attention_mgpu, GQA-capable) asserts the CUDA plugin's cuda_versions at trace time, so it cannot be exported from a CPU host, and tokamax's implementation='mosaic_gpu' picks its kernel from the concrete device ('Not supported on cpu')"
+)

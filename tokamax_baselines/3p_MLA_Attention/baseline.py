@@ -84,3 +84,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         return proj(out, o_proj)
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    'no GPU kernel: neither tokamax nor jax.experimental.pallas.ops.gpu has an MLA attention kernel'
+)

@@ -50,3 +50,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         return out[:, :, :seq_len]
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    "no GPU kernel: the splash (block-sparse) attention kernel is TPU-only; tokamax's GPU attention takes no block-sparse mask"
+)

@@ -73,3 +73,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         return kernel(*prepare_inputs(queries, k_pages, v_pages, kv_lens, page_indices, cu_q_lens))
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    "no GPU track: pallas.ops.gpu.paged_attention is a Triton kernel (Pallas's deprecated GPU backend, an artifact target without a compatibility guarantee); no Mosaic GPU paged attention is installed"
+)

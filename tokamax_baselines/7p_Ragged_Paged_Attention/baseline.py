@@ -77,3 +77,9 @@ def make(config: dict, workload_config: dict, interpret: bool):
         return out
 
     return fn
+
+
+# GPU track (jb.impl.baseline_track): none; why, as found with jax 0.12.0.1 / tokamax 0.0.17.
+GPU_UNSUPPORTED = (
+    'no GPU kernel: ragged paged attention exists only for TPU (pallas.ops.tpu / tokamax batched_rpa)'
+)

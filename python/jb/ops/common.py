@@ -14,7 +14,7 @@ import numpy as np
 from jax._src import array as _jax_array
 
 from jb import interpret as interp
-from jb import jaxcompat
+from jb import jaxcompat, platforms
 from jb.impl import Impl, error_tail, resolve
 from jb.workload import Workload, load_workload
 
@@ -65,12 +65,28 @@ class Request:
     interpret: bool
     interpret_mode: str | None
 
+    # The target of an export made without the device (``backend`` names the accelerator while
+    # JAX runs on CPU, see jb.platforms); None: the local backend.
+    target: str | None = None
+    device_kind: str | None = None
+
     @classmethod
-    def from_args(cls, args: dict) -> "Request":
+    def from_args(cls, args: dict, export: bool = False) -> "Request":
+        """The request of an op; ``export``: the backend may be an accelerator this CPU-only process
+        does not have (the export stage serializes for it without opening it)."""
         backend = args.get("backend") or default_backend()
         actual = default_backend()
+        device_kind = args.get("device_kind") or None
         if backend != actual:
-            raise ValueError(f"requested backend {backend!r} but JAX runs on {actual!r}")
+            if not (export and actual == "cpu" and backend in ("tpu", "gpu")):
+                raise ValueError(f"requested backend {backend!r} but JAX runs on {actual!r}"
+                                 + ("" if export else " (only export serializes for another backend, from CPU)"))
+            scale = args.get("scale")
+            if not scale:
+                raise ValueError("missing arg 'scale' (tiny, cpu or paper)")
+            platforms.kind(device_kind, backend)  # a bad kind is the caller's error, said now
+            return cls(args=args, backend=backend, scale=scale, interpret=False, interpret_mode=None,
+                       target=backend, device_kind=device_kind)
         # The default scale is jb's rule (src/pipeline/mod.rs `default_scale`), the one place of
         # it: jb always says which scale a step runs at.
         scale = args.get("scale")
@@ -318,7 +334,10 @@ def jaxpr_report(closed) -> dict:
             shape = tuple(getattr(obj, "shape", ()))
             size = int(np.prod(shape)) if shape else 1
             dtype = getattr(obj, "dtype", None)
-            itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+            try:
+                itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+            except TypeError:  # not a numpy type: Mosaic GPU barriers, semaphores (no data)
+                itemsize = 0
             consts.append({"shape": list(shape), "dtype": str(dtype), "size": size, "bytes": size * itemsize})
 
     jaxpr, top_consts = jaxcompat.jaxpr_parts(closed)

@@ -10,13 +10,19 @@ workload's abstract input shapes (``jax.ShapeDtypeStruct``; static arguments fix
 trusted: the judge (impl kind ``exported``, jb.exported) re-derives every signature from the
 workload and inspects every program (jb.artifact) before running it.
 
+Export without the device: with ``backend`` ``tpu`` or ``gpu`` while this process's JAX runs on
+CPU (jb starts the export worker with ``JAX_PLATFORMS=cpu``), the programs are exported for the
+target's platform (``tpu``, ``cuda``) under an abstract device of ``device_kind`` (the fingerprint's;
+jb.platforms), so the stage never opens the accelerator and can run beside a judge that owns it.
+Pallas kernels are then lowered natively (Mosaic TPU, Mosaic GPU), never interpreted.
+
 Result: status ``ok`` | ``not_exportable`` (the program cannot be serialized: host callbacks, e.g.
 TPU interpret mode on CPU; jb then runs the whole evaluation sandboxed) | ``compile_error`` (import,
 signature, trace or lowering failure, as the compile op classifies them) | ``rejected`` (it tampered
 with the harness, jb.guard); ``reasons``, ``error_class``, ``error``, ``programs`` [{file, variant,
 in_avals}], ``failed`` [{variant, status, error_class, error}] (variants that did not export),
 ``has_pallas_call`` (from the traced jaxpr: the untrusted stage's claim), ``interpret_mode``,
-``platform``, ``export_ms``, ``trust`` (``sandboxed`` when JB_SANDBOXED=1, else ``unsandboxed``).
+``platform``, ``target``, ``device_kind``, ``export_ms``, ``trust`` (``sandboxed`` when JB_SANDBOXED=1, else ``unsandboxed``).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 
 import jax
 
-from jb import artifact, guard
+from jb import artifact, guard, platforms
 from jb import interpret as interp
 from jb.ops import common
 
@@ -65,7 +71,7 @@ def _export_one(fn, shape: artifact.Shape, req: common.Request, platform: str):
     jitted = jax.jit(fn, static_argnums=static)
     stage = "trace"
     try:
-        with interp.context(mode):
+        with platforms.target_context(req.target or "cpu", req.device_kind), interp.context(mode):
             traced = jitted.trace(*shape.args)
             report = common.jaxpr_report(traced.jaxpr)
             stage = "lower"
@@ -109,7 +115,7 @@ def _canonical_locations(out: pathlib.Path, project_root: str | None) -> None:
 
 def run(args: dict) -> dict:
     t0 = _perf_counter()
-    req = common.Request.from_args(args)
+    req = common.Request.from_args(args, export=True)
     wl = req.workload()
     out = req.out_dir()
     if out is None:
@@ -117,18 +123,21 @@ def run(args: dict) -> dict:
     dest = out / "export"
     dest.mkdir(parents=True, exist_ok=True)
     _canonical_locations(out, args.get("project_root"))
-    platform = artifact.export_platform(req.backend)
+    # Without the device (JAX on CPU, the backend an accelerator): the target's platform and kind.
+    platform = platforms.export_platform(req.target) if req.target else artifact.export_platform(req.backend)
+    device_kind = platforms.kind(req.device_kind, req.target).device_kind if req.target else None
     shapes = artifact.shapes(wl, args.get("variants") or ())  # before the candidate is imported
     result = {
         "status": None, "reasons": [], "error_class": None, "error": None, "programs": [], "failed": [],
         "has_pallas_call": None, "interpret_mode": None, "platform": platform, "scale": req.scale,
         "backend": req.backend, "trust": sandbox_trust(), "export_ms": None,
+        "target": req.target, "device_kind": device_kind, "local_backend": common.default_backend(),
     }
     snapshot = guard.baseline()
     impl = req.impl(wl)
     result["impl"] = {"kind": impl.kind, "name": impl.name, "config": impl.config}
     try:
-        _export_all(impl, shapes, req, platform, dest, result)
+        _export_all(impl, shapes, req, platform, dest, result, device_kind)
     finally:
         reasons = guard.check(snapshot)
         if reasons:
@@ -138,7 +147,7 @@ def run(args: dict) -> dict:
     return result
 
 
-def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict) -> None:
+def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict, device_kind: str | None = None) -> None:
     if not impl.ok:
         result.update(status=impl.status, error_class=impl.error_class, error=impl.error)
         return
@@ -172,7 +181,8 @@ def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict) -
         })
     index = {
         "format": FORMAT, "platform": platform, "backend": req.backend, "scale": req.scale,
-        "jax": jax.__version__, "programs": programs, "failed": failed,
+        "jax": jax.__version__, "jaxlib": _jaxlib_version(), "device_kind": device_kind,
+        "programs": programs, "failed": failed,
     }
     (dest / INDEX).write_text(json.dumps(index, indent=1) + "\n")
     result.update(
@@ -180,6 +190,15 @@ def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict) -
         has_pallas_call=bool(claims) and all(claims),
         interpret_mode=(sorted(m for m in modes if m) or [None])[0],
     )
+
+
+def _jaxlib_version() -> str | None:
+    try:
+        import jaxlib
+
+        return jaxlib.__version__
+    except (ImportError, AttributeError):  # pragma: no cover
+        return None
 
 
 def _where(shape: artifact.Shape) -> str:
