@@ -65,9 +65,59 @@ def trust_level(kind: str) -> str:
     return "trusted"
 
 
+def _library_dirs() -> tuple[str, ...]:
+    """Folders whose frames say nothing to a kernel author: jb's, the installed packages' and
+    the standard library's."""
+    import sysconfig
+
+    dirs = {str(pathlib.Path(__file__).resolve().parent)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(str(pathlib.Path(p).resolve()))
+    return tuple(d.rstrip("/") + "/" for d in dirs)
+
+
+def _author_frames(exc: BaseException, keep: int = 3) -> list[traceback.FrameSummary]:
+    """The innermost ``keep`` frames of the exception's traceback that are the author's code
+    (not jb's, jax's or the standard library's)."""
+    skip = _library_dirs()
+    frames = []
+    for f in traceback.extract_tb(exc.__traceback__):
+        name = f.filename or ""
+        if name.startswith("<") or not name.startswith("/"):
+            continue
+        try:
+            resolved = str(pathlib.Path(name).resolve())
+        except OSError:
+            resolved = name
+        if resolved.startswith(skip) or "/site-packages/" in resolved:
+            continue
+        frames.append(f)
+    return frames[-keep:]
+
+
 def error_tail(exc: BaseException, limit: int = 2000) -> str:
-    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return text[-limit:]
+    """The error a kernel author reads: the innermost frames of their own code in the traceback
+    (file, line, source) and the exception with its message, at most ``limit`` characters (the
+    message's head is kept: its first lines say what went wrong)."""
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    # JAX's note on its filtered frames is boilerplate, the same for every error.
+    cut = message.find("For simplicity, JAX has removed its internal frames")
+    if cut > 0:
+        message = message[:cut].rstrip().rstrip("-").rstrip()
+    frames = _author_frames(exc)
+    head = ""
+    if frames:
+        head = "Traceback (innermost frames of the candidate's code):\n" + "".join(
+            traceback.format_list(frames)
+        )
+    if len(head) > limit // 2:
+        head = head[-(limit // 2):]
+    room = limit - len(head)
+    if len(message) > room:
+        message = message[: max(room - 2, 0)] + " \u2026"
+    return head + message
 
 
 def resolve(spec: dict | None, wl: Workload, backend: str, interpret: bool) -> Impl:

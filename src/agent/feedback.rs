@@ -33,9 +33,11 @@ fn text_of(v: &Value) -> String {
 /// tracebacks, verification reasons and failed trials, and the worker's stderr.
 pub fn runner_output(eval: &Value) -> String {
     let mut out = String::new();
-    for stage in ["compile", "verify"] {
+    for stage in ["export", "compile", "verify"] {
         let d = &eval[stage];
-        if d.is_null() {
+        // A skipped stage (an earlier one failed) says only that: the earlier one's error is
+        // what the author needs.
+        if d.is_null() || d["status"] == "skipped" || (stage == "export" && d["status"] == "ok") {
             continue;
         }
         let _ = writeln!(
@@ -266,5 +268,24 @@ mod tests {
         });
         let out = runner_output(&wrong);
         assert!(out.contains("max_abs_err=3.5"), "{out}");
+    }
+
+    /// A syntax error fails the export step: the agent reads the error, not only "upstream
+    /// export is compile_error".
+    #[test]
+    fn an_export_error_reaches_the_agent() {
+        let e = json!({
+            "status": "compile_error",
+            "reasons": ["File \"k.py\", line 3\nSyntaxError: invalid syntax"],
+            "export": {"status": "compile_error", "error_class": "import", "error": "File \"k.py\", line 3\nSyntaxError: invalid syntax", "reasons": []},
+            "compile": {"status": "skipped", "reasons": ["upstream jb-eval/export[workload=w] is compile_error"]},
+            "verify": {"status": "skipped", "reasons": ["upstream jb-eval/export[workload=w] is compile_error"]},
+            "correctness": {"per_trial": null},
+        });
+        let out = runner_output(&e);
+        assert_eq!(
+            out,
+            "[export] status: compile_error\n[export] import:\nFile \"k.py\", line 3\nSyntaxError: invalid syntax\nstatus: compile_error"
+        );
     }
 }

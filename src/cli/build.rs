@@ -132,13 +132,7 @@ pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
             .filter(|s| s.status.is_failure())
             .collect();
         for f in &failed {
-            let why = f
-                .result
-                .get("reasons")
-                .and_then(|r| r.get(0))
-                .and_then(|r| r.as_str())
-                .unwrap_or("");
-            eprintln!("FAILED {}: {} {}", f.step, f.status, why);
+            eprint!("{}", failed_line(&f.step, f.status.as_str(), &f.result));
         }
         eprintln!(
             "jb: {} steps: {} ran, {} cached, {} failed{} in {:.2} s (run {})",
@@ -162,4 +156,56 @@ pub fn run(global: &GlobalOpts, args: BuildArgs) -> anyhow::Result<i32> {
     } else {
         exit::OK
     })
+}
+
+/// A failed step for the reader: `FAILED <step>: <status> <first reason>`, then its error (the
+/// traceback's tail a compile error carries), indented.
+pub fn failed_line(step: &str, status: &str, result: &serde_json::Value) -> String {
+    let why = result
+        .get("reasons")
+        .and_then(|r| r.get(0))
+        .and_then(|r| r.as_str())
+        .unwrap_or("");
+    let mut out = format!("FAILED {step}: {status}");
+    if let Some(class) = result.get("error_class").and_then(|c| c.as_str()) {
+        out.push_str(&format!(" ({class})"));
+    }
+    if !why.is_empty() {
+        out.push(' ');
+        out.push_str(why);
+    }
+    out.push('\n');
+    if let Some(e) = result
+        .get("error")
+        .and_then(|e| e.as_str())
+        .filter(|e| !e.trim().is_empty() && *e != why)
+    {
+        for line in e.trim_end().lines() {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failed_line;
+    use serde_json::json;
+
+    #[test]
+    fn a_failed_line_carries_the_error() {
+        let r = json!({"error_class": "import", "reasons": [],
+                       "error": "File \"k.py\", line 3\nSyntaxError: invalid syntax"});
+        assert_eq!(
+            failed_line("jb-eval/export[workload=w]", "compile_error", &r),
+            "FAILED jb-eval/export[workload=w]: compile_error (import)\n    File \"k.py\", line 3\n    SyntaxError: invalid syntax\n"
+        );
+        let r = json!({"reasons": ["trial 1: off"]});
+        assert_eq!(
+            failed_line("s", "incorrect", &r),
+            "FAILED s: incorrect trial 1: off\n"
+        );
+    }
 }

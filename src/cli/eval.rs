@@ -95,12 +95,12 @@ fn shown(v: &Option<Value>) -> String {
 fn print_text(out: &EvalResult) {
     println!("{}: {}", out.workload, out.status);
     for r in &out.reasons {
-        println!(
-            "  - {}",
-            r.as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| r.to_string())
-        );
+        let text = r
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| r.to_string());
+        // A traceback's tail runs over several lines: the later ones indented under the first.
+        println!("  - {}", text.trim_end().replace('\n', "\n    "));
     }
     if let Some(t) = out.correctness.trials {
         println!(

@@ -180,7 +180,8 @@ fn status_and_reasons(
     verify: Option<&StepReport>,
     profile: Option<&StepReport>,
 ) -> (StepStatus, Vec<Value>) {
-    let (status, mut reasons) = match export.filter(|e| e.status.is_failure()) {
+    let failed_export = export.filter(|e| e.status.is_failure());
+    let (status, mut reasons) = match failed_export {
         Some(e) => (
             e.status,
             e.result
@@ -191,15 +192,57 @@ fn status_and_reasons(
         ),
         None => overall_status(compile, verify, profile),
     };
-    if let Some(e) = compile
+    // The error itself (the traceback's tail) of the stage that failed: an export that failed
+    // (a syntax error, a missing module, no `workload`), else the compile step's.
+    let errored = failed_export.or(compile);
+    if let Some(e) = errored
         .and_then(|c| c.result.get("error"))
-        .filter(|e| !e.is_null())
+        .filter(|e| !e.is_null() && e.as_str() != Some(""))
     {
-        if status != StepStatus::Correct {
+        if status != StepStatus::Correct && !reasons.contains(e) {
             reasons.push(e.clone());
         }
     }
     (status, reasons)
+}
+
+/// A path in the candidate's sandbox copy (`/tmp/jb-sandbox-XXXX/candidate/k.py`): the worker
+/// saw the copy, the author knows the file.
+fn sandbox_copy() -> &'static regex::Regex {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        regex::Regex::new(r#"(?:/[^\s"':/]+)*/jb-sandbox-[A-Za-z0-9_]+/candidate/([^\s"':,)]+)"#)
+            .expect("valid regex")
+    })
+}
+
+/// `v` with every path of the candidate's sandbox copy named as `kernel` (strings inside
+/// arrays and objects included); other sandbox files keep their path.
+fn unsandboxed(v: &mut Value, kernel: &Path) {
+    match v {
+        Value::String(s) if s.contains("jb-sandbox-") => {
+            let name = kernel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let shown = kernel.display().to_string();
+            let out = sandbox_copy().replace_all(s, |c: &regex::Captures| {
+                if &c[1] == name {
+                    shown.clone()
+                } else {
+                    c[0].to_string()
+                }
+            });
+            *s = out.into_owned();
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| unsandboxed(x, kernel)),
+        Value::Object(o) => o.values_mut().for_each(|x| unsandboxed(x, kernel)),
+        _ => {}
+    }
+}
+
+fn unsandboxed_detail(d: Option<StageDetail>, kernel: &Path) -> Option<StageDetail> {
+    d.map(|mut d| {
+        d.fields.values_mut().for_each(|v| unsandboxed(v, kernel));
+        d
+    })
 }
 
 /// The speedup reported against one baseline, and its interval: the paired one, capped (and
@@ -261,7 +304,8 @@ impl Assembly<'_> {
         let compile = find(steps, &id("compile"));
         let verify = find(steps, &id("verify"));
         let profile = find(steps, &id("profile"));
-        let (status, reasons) = status_and_reasons(export, compile, verify, profile);
+        let (status, mut reasons) = status_and_reasons(export, compile, verify, profile);
+        reasons.iter_mut().for_each(|r| unsandboxed(r, self.kernel));
         let correct = status == StepStatus::Correct;
         let baseline = timing(find(steps, &format!("baseline/profile[workload={wl}]")));
         let kernel = if correct { timing(profile) } else { None };
@@ -312,33 +356,42 @@ impl Assembly<'_> {
             has_pallas_call: compile_field("has_pallas_call"),
             interpret: compile_field("interpret"),
             trust: trust_of(export, &[compile, verify, profile]),
-            export: detail(
-                export,
-                &["programs", "error_class", "error", "reasons", "stderr_tail"],
+            export: unsandboxed_detail(
+                detail(
+                    export,
+                    &["programs", "error_class", "error", "reasons", "stderr_tail"],
+                ),
+                self.kernel,
             ),
-            compile: detail(
-                compile,
-                &[
-                    "compile_ms",
-                    "cost",
-                    "memory",
-                    "error_class",
-                    "error",
-                    "reasons",
-                    "stderr_tail",
-                ],
+            compile: unsandboxed_detail(
+                detail(
+                    compile,
+                    &[
+                        "compile_ms",
+                        "cost",
+                        "memory",
+                        "error_class",
+                        "error",
+                        "reasons",
+                        "stderr_tail",
+                    ],
+                ),
+                self.kernel,
             ),
-            verify: detail(
-                verify,
-                &[
-                    "error_class",
-                    "error",
-                    "reasons",
-                    "notes",
-                    "stderr_tail",
-                    "recheck",
-                    "claimed_status",
-                ],
+            verify: unsandboxed_detail(
+                detail(
+                    verify,
+                    &[
+                        "error_class",
+                        "error",
+                        "reasons",
+                        "notes",
+                        "stderr_tail",
+                        "recheck",
+                        "claimed_status",
+                    ],
+                ),
+                self.kernel,
             ),
             scale: self.scale.to_string(),
             backend: self.backend.to_string(),
@@ -493,6 +546,35 @@ mod tests {
             json!({"status": "ok", "cached": false, "compile_ms": 3.0})
         );
         assert_eq!(v["kernel_path"], "/k.py");
+    }
+
+    /// A syntax error or a missing module fails the export step: its error (the traceback's
+    /// tail) is a reason, and the sandbox copy's path is the author's file.
+    #[test]
+    fn an_export_error_is_a_reason_with_the_authors_path() {
+        let wl = "[workload=12p_RMSNorm]";
+        let error = "File \"/tmp/jb-sandbox-J2aR6p/candidate/k.py\", line 3\n    return x +\n              ^\nSyntaxError: invalid syntax";
+        let steps = vec![
+            report(
+                &format!("jb-eval/export{wl}"),
+                "compile_error",
+                json!({"error_class": "import", "error": error, "reasons": []}),
+            ),
+            report(
+                &format!("jb-eval/compile{wl}"),
+                "skipped",
+                json!({"reasons": ["upstream jb-eval/export[workload=12p_RMSNorm] is compile_error"]}),
+            ),
+        ];
+        let v = assembled(&steps);
+        assert_eq!(v["status"], "compile_error");
+        let shown = "File \"/k.py\", line 3\n    return x +\n              ^\nSyntaxError: invalid syntax";
+        assert_eq!(v["reasons"], json!([shown]));
+        assert_eq!(v["export"]["error"], shown);
+        // Another file of the sandbox keeps its path.
+        let mut other = json!("/tmp/jb-sandbox-x1/candidate/helper.py:3");
+        unsandboxed(&mut other, Path::new("/src/k.py"));
+        assert_eq!(other, "/tmp/jb-sandbox-x1/candidate/helper.py:3");
     }
 
     #[test]
