@@ -223,7 +223,7 @@ class RayReply:
 @dataclasses.dataclass
 class ExportedProgram:
     file: str
-    variant: Optional[str]
+    variant: Optional[dict]
     in_avals: list
     static: dict
     has_pallas_call: bool
@@ -239,6 +239,8 @@ class ExportIndex:
     jax: str
     programs: list
     failed: list
+    jaxlib: Optional[str] = None
+    device_kind: Optional[str] = None
 
     def _check(self, boundary):
         _version(boundary, "format", self.format, EXPORT_INDEX_FORMAT)
@@ -251,6 +253,11 @@ KINDS = {
     "ray_request": RayRequest, "ray_ready": RayReady, "ray_start_error": RayStartError, "ray_reply": RayReply,
     "export_index": ExportIndex,
 }
+
+
+def worker_request_line(rid: int, op: str, args: dict) -> str:
+    """One request of the worker protocol, as the line jb (or a Ray node) sends (no newline)."""
+    return json.dumps(encode(WorkerRequest(rid, op, args, WORKER_PROTOCOL)))
 
 
 def parse_worker_request(line: str) -> WorkerRequest:
@@ -276,7 +283,7 @@ def samples() -> list[dict]:
         {"kind": "ray_reply", "message": encode(RayReply(3, True, {"response": {}}))},
         {"kind": "ray_reply", "message": encode(RayReply(4, False, None, "ValueError: bad", "Traceback ..."))},
         {"kind": "export_index", "message": encode(ExportIndex(EXPORT_INDEX_FORMAT, "cpu", "cpu", "tiny", "0.12.0.1",
-                                                               [program], []))},
+                                                               [program], [], "0.12.0.1"))},
     ]
 
 

@@ -27,7 +27,7 @@ import os
 import pathlib
 from typing import Any, Callable
 
-from jb import artifact
+from jb import artifact, contract
 
 MAX_PROGRAM_BYTES = 256 * 1024 * 1024
 MAX_INDEX_BYTES = 4 * 1024 * 1024
@@ -73,6 +73,10 @@ def _read_index(folder: pathlib.Path) -> dict:
         raise ArtifactError([f"index.json is not valid JSON: {exc}"]) from exc
     if not isinstance(index, dict) or not isinstance(index.get("programs"), list):
         raise ArtifactError(["index.json has no 'programs' list"])
+    try:  # its shape and format version (jb.contract); its claims are re-derived below, never read
+        contract.decode(contract.ExportIndex, index, boundary="export/index.json")
+    except contract.ContractError as exc:
+        raise ArtifactError([str(exc)]) from exc
     if len(index["programs"]) > MAX_PROGRAMS:
         raise ArtifactError([f"index.json lists {len(index['programs'])} programs (at most {MAX_PROGRAMS})"])
     return index

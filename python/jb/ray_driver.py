@@ -9,6 +9,9 @@ and reads one JSON line per answer on stdout (answers come in completion order, 
 
     {"id": 7, "ok": true, "result": {...}}   or   {"id": 7, "ok": false, "error": "..."}
 
+Every request carries ``"protocol"`` (``jb.contract.RAY_PROTOCOL``) and so does the ready line; the
+shapes are ``jb.contract``'s (``src/contract/ray.rs`` on the Rust side).
+
 First line: ``{"event": "ready", ...}`` once connected, or ``{"event": "error", "message": ...}``.
 
 Where steps run: Python worker ops (compile, verify, profile, ...) and ``command`` steps that hold
@@ -34,6 +37,8 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+
+from jb import contract
 
 PROJECT_DIRS = ("workloads", "tokamax_baselines")
 _T0 = time.monotonic()
@@ -462,6 +467,15 @@ class Driver:
         return res
 
 
+def _request_id(line: str):
+    """The id of a request that does not fit the contract, when it has one (its answer names it)."""
+    try:
+        rid = json.loads(line).get("id")
+    except (ValueError, AttributeError):
+        return None
+    return rid if isinstance(rid, int) else None
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m jb.ray_driver")
     p.add_argument("--address", required=True)
@@ -491,18 +505,20 @@ def main() -> int:
     opts.device_resource = resolve_device_resource(opts.device_resource, ray.cluster_resources())
     trace("connected")
     driver = Driver(opts, out)
-    driver.send({"event": "ready", "pid": os.getpid(), "ray": ray.__version__,
-                 "resources": ray.cluster_resources(), "nodes": len([n for n in ray.nodes() if n.get("Alive")])})
+    driver.send(contract.encode(contract.RayReady(
+        "ready", os.getpid(), ray.__version__, dict(ray.cluster_resources()),
+        len([n for n in ray.nodes() if n.get("Alive")]), contract.RAY_PROTOCOL)))
     pool = ThreadPoolExecutor(max_workers=256)
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
-            req = json.loads(line)
-        except ValueError as exc:
-            driver.send({"id": None, "ok": False, "error": f"bad request: {exc}"})
+            req = contract.encode(contract.decode(contract.RayRequest, json.loads(line), boundary="ray request"))
+        except (ValueError, contract.ContractError) as exc:
+            rid = _request_id(line)
+            driver.send({"id": rid, "ok": False, "error": f"bad request: {exc}"})
             continue
-        if req.get("op") == "shutdown":
+        if req["op"] == "shutdown":
             break
         pool.submit(driver.handle, req)
     pool.shutdown(wait=False, cancel_futures=True)

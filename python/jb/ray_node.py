@@ -26,6 +26,9 @@ import tempfile
 import threading
 import time
 
+# The worker protocol's version: ``jb.contract.WORKER_PROTOCOL``, spelled here because this module
+# imports nothing of jb (python/tests/test_contract.py checks that the two agree).
+WORKER_PROTOCOL = 2
 WORKER_MAX_REQUESTS = 40
 STDERR_LINES = 40
 
@@ -212,7 +215,7 @@ class _Worker:
         rid = self.next_id
         self.next_id += 1
         self.requests += 1
-        self.proc.stdin.write(json.dumps({"id": rid, "op": op, "args": args}) + "\n")
+        self.proc.stdin.write(json.dumps({"id": rid, "op": op, "args": args, "protocol": WORKER_PROTOCOL}) + "\n")
         self.proc.stdin.flush()
         return self.read(lambda m: m.get("id") == rid, timeout, watch)
 

@@ -37,7 +37,7 @@ import signal
 import subprocess
 import sys
 
-from jb.ray_node import _collect_regular, _node_identity, _rewrite, _scratch, _start_worker, materialize, node_dir
+from jb.ray_node import WORKER_PROTOCOL, _collect_regular, _node_identity, _rewrite, _scratch, _start_worker, materialize, node_dir
 
 PR_SET_PDEATHSIG = 1
 
@@ -217,7 +217,7 @@ def _epilogue(worker) -> str | None:
     rid = worker.next_id
     worker.next_id += 1
     try:
-        worker.proc.stdin.write(json.dumps({"id": rid, "op": "shutdown", "args": {}}) + "\n")
+        worker.proc.stdin.write(json.dumps({"id": rid, "op": "shutdown", "args": {}, "protocol": WORKER_PROTOCOL}) + "\n")
         worker.proc.stdin.flush()
     except (OSError, ValueError):
         return "the worker was gone right after its answer"

@@ -3,14 +3,15 @@
 The real stdout is kept (dup'ed) for the protocol; file descriptor 1 and ``sys.stdout`` point at
 stderr, so anything user code prints (Python or C) never corrupts the protocol.
 
-    <- {"event": "ready", "pid": ..., "python": ..., "jax": ..., "backend": ..., "protocol": 1}
-    -> {"id": 7, "op": "compile", "args": {...}}
+    <- {"event": "ready", "pid": ..., "python": ..., "jax": ..., "backend": ..., "protocol": 2}
+    -> {"id": 7, "op": "compile", "args": {...}, "protocol": 2}
     <- {"id": 7, "ok": true, "result": {...}, "elapsed_ms": ...}
     <- {"id": 7, "ok": false, "error": {"type": ..., "message": ..., "traceback": ...}, "elapsed_ms": ...}
 
 A failure that is the implementation's fault is a result (``ok: true``, ``result.status``); an
 exception escaping an op is a harness failure (``ok: false``). Unknown ops and malformed requests
-are ``ok: false`` too. ``shutdown`` answers, then the worker exits 0; so does end of input.
+are ``ok: false`` too, and so is a request of another protocol version (the shapes and the
+version are ``jb.contract``'s, which the Rust side mirrors in ``src/contract/worker.rs``). ``shutdown`` answers, then the worker exits 0; so does end of input.
 Non-finite floats in results are sent as null (strict JSON).
 """
 
@@ -24,7 +25,8 @@ import sys
 import time
 import traceback
 
-PROTOCOL_VERSION = 1
+from jb.contract import WORKER_PROTOCOL as PROTOCOL_VERSION
+from jb.contract import ContractError, parse_worker_request
 OP_NAMES = ("fingerprint", "peak", "describe", "compile", "export", "verify", "recheck", "profile", "shutdown")
 
 
@@ -85,16 +87,15 @@ class Worker:
         t0 = time.perf_counter()
         rid = None
         try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("a request must be a JSON object")
-            rid = request.get("id")
-            op = request.get("op")
-            args = request.get("args") or {}
-            if not isinstance(args, dict):
-                raise ValueError("'args' must be an object")
-        except ValueError as exc:
-            self.send({"id": rid, "ok": False, "error": {"type": "BadRequest", "message": str(exc), "traceback": ""}})
+            try:
+                rid = json.loads(line).get("id")
+            except (ValueError, AttributeError):
+                rid = None
+            request = parse_worker_request(line)
+            rid, op, args = request.id, request.op, request.args
+        except ContractError as exc:
+            self.send({"id": rid if isinstance(rid, int) else None, "ok": False,
+                       "error": {"type": "BadRequest", "message": str(exc), "traceback": ""}})
             return True
         fn = self.ops.get(op)
         if fn is None:

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from jb.contract import WORKER_PROTOCOL
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
@@ -37,7 +39,7 @@ class Worker:
 
     def request(self, op: str, args: dict | None = None, timeout: float = 120.0) -> dict:
         self.next_id += 1
-        self.send_raw(json.dumps({"id": self.next_id, "op": op, "args": args or {}}))
+        self.send_raw(json.dumps({"id": self.next_id, "op": op, "args": args or {}, "protocol": WORKER_PROTOCOL}))
         response = self.read(timeout)
         assert response is not None, "worker closed stdout"
         assert response["id"] == self.next_id
@@ -117,7 +119,7 @@ def test_crashing_candidate_kills_worker_without_response():
     w = Worker()
     try:
         assert w.read(60)["event"] == "ready"
-        w.send_raw(json.dumps({"id": 1, "op": "compile", "args": {
+        w.send_raw(json.dumps({"id": 1, "op": "compile", "protocol": WORKER_PROTOCOL, "args": {
             "workload": "workloads/8p_GEMM", "scale": "tiny",
             "impl": {"kind": "candidate", "path": "examples/adversarial/crash_exit.py"}}}))
         assert w.read(120) is None  # EOF: no (forged) response

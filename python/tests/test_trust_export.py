@@ -153,7 +153,16 @@ def write_program(folder: pathlib.Path, fn, args, name="program-0.jaxexport", va
     exp = jax.export.export(jax.jit(fn, static_argnums=static_argnums), platforms=["cpu"], disabled_checks=list(disabled))(*args)
     (folder / name).write_bytes(bytes(exp.serialize()))
     entries = [{"file": name, "variant": variant, "has_pallas_call": claim}, *extra_entries]
-    (folder / "index.json").write_text(json.dumps({"format": 1, "programs": entries}))
+    (folder / "index.json").write_text(json.dumps(index_of(entries)))
+
+
+def index_of(entries) -> dict:
+    """An export index of the contract's shape (jb.contract.ExportIndex) listing ``entries``."""
+    from jb import contract
+
+    programs = [{"in_avals": [], "static": {}, **e} for e in entries]
+    return {"format": contract.EXPORT_INDEX_FORMAT, "platform": "cpu", "backend": "cpu", "scale": "tiny",
+            "jax": jax.__version__, "programs": programs, "failed": []}
 
 
 def rms_args(dtype=jnp.bfloat16):
@@ -214,8 +223,8 @@ def forge(folder: pathlib.Path, honest_fn, module_fn, args) -> None:
     forged = dataclasses.replace(honest, mlir_module_serialized=_export._module_to_bytecode(module))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "program-0.jaxexport").write_bytes(bytes(forged.serialize()))
-    (folder / "index.json").write_text(json.dumps({"format": 1, "programs": [
-        {"file": "program-0.jaxexport", "variant": None, "has_pallas_call": True}]}))
+    (folder / "index.json").write_text(json.dumps(index_of([
+        {"file": "program-0.jaxexport", "variant": None, "has_pallas_call": True}])))
 
 
 def test_host_callback_in_artifact_is_rejected(tmp_path):

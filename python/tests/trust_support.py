@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+from jb.contract import WORKER_PROTOCOL
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ADVERSARIAL = ROOT / "examples" / "adversarial"
 RMSNORM = ROOT / "workloads" / "12p_RMSNorm"
@@ -29,7 +31,8 @@ def worker_env(extra: dict | None = None) -> dict:
 
 def worker_requests(requests: list[dict], env: dict | None = None, timeout: float = 300) -> tuple[list[dict], str, int]:
     """Send ``requests`` to a fresh worker (ids 1..n); (every line it wrote after ready, stderr, rc)."""
-    lines = "".join(json.dumps({"id": i + 1, **r}) + "\n" for i, r in enumerate(requests))
+    lines = "".join(json.dumps({"id": i + 1, "protocol": WORKER_PROTOCOL, **r}) + "\n"
+                    for i, r in enumerate(requests))
     proc = subprocess.run(
         [sys.executable, "-u", "-m", "jb.worker"], input=lines, capture_output=True, text=True,
         cwd=ROOT, env=worker_env(env), timeout=timeout,

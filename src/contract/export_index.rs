@@ -3,7 +3,7 @@
 //! a file of another format version is refused.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::{check_version, from_value, ContractError};
 
@@ -15,7 +15,8 @@ const BOUNDARY: &str = "export index";
 #[serde(deny_unknown_fields)]
 pub struct ExportedProgram {
     pub file: String,
-    pub variant: Option<String>,
+    /// The CONFIG override this program is for (`None`: the scale's own shapes).
+    pub variant: Option<Map<String, Value>>,
     pub in_avals: Vec<Value>,
     #[serde(rename = "static")]
     pub static_: Value,
@@ -34,6 +35,10 @@ pub struct ExportIndex {
     pub jax: String,
     pub programs: Vec<ExportedProgram>,
     pub failed: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jaxlib: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_kind: Option<String>,
 }
 
 impl ExportIndex {
@@ -47,7 +52,7 @@ impl ExportIndex {
 pub(super) fn samples() -> Vec<Value> {
     vec![json!({"kind": "export_index", "message": ExportIndex {
         format: FORMAT, platform: "cpu".into(), backend: "cpu".into(), scale: "tiny".into(),
-        jax: "0.12.0.1".into(), failed: vec![],
+        jax: "0.12.0.1".into(), failed: vec![], jaxlib: Some("0.12.0.1".into()), device_kind: None,
         programs: vec![ExportedProgram {
             file: "program-0.jaxexport".into(), variant: None,
             in_avals: vec![json!([[8, 128], "bfloat16"])], static_: json!({}),

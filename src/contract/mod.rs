@@ -77,7 +77,9 @@ pub fn samples() -> Vec<serde_json::Value> {
 
 /// Decode `message` as the type of `kind` and encode it again (the Rust half of the round trip).
 pub fn roundtrip(kind: &str, message: serde_json::Value) -> Result<serde_json::Value, String> {
-    fn again<T: serde::Serialize>(r: Result<T, ContractError>) -> Result<serde_json::Value, String> {
+    fn again<T: serde::Serialize>(
+        r: Result<T, ContractError>,
+    ) -> Result<serde_json::Value, String> {
         r.map(|t| serde_json::to_value(t).expect("serializable"))
             .map_err(|e| e.to_string())
     }

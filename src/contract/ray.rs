@@ -163,8 +163,10 @@ mod tests {
 
     #[test]
     fn a_driver_of_another_version_is_refused() {
-        let e = Start::decode(json!({"event": "ready", "pid": 1, "ray": "2", "resources": {},
-            "nodes": 1, "protocol": 0}))
+        let e = Start::decode(
+            json!({"event": "ready", "pid": 1, "ray": "2", "resources": {},
+            "nodes": 1, "protocol": 0}),
+        )
         .unwrap_err();
         assert!(matches!(e, ContractError::Version { theirs: 0, .. }), "{e}");
         assert!(matches!(

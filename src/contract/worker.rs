@@ -191,11 +191,16 @@ mod tests {
 
     #[test]
     fn another_protocol_version_is_refused_with_both_versions_named() {
-        let e = Ready::decode(json!({"event": "ready", "pid": 1, "python": "3.13", "jax": "0.12",
-            "backend": "cpu", "protocol": 1}))
+        let e = Ready::decode(
+            json!({"event": "ready", "pid": 1, "python": "3.13", "jax": "0.12",
+            "backend": "cpu", "protocol": 1}),
+        )
         .unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("protocol 1") && msg.contains("speaks 2"), "{msg}");
+        assert!(
+            msg.contains("protocol 1") && msg.contains("speaks 2"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -568,7 +568,8 @@ mod tests {
         ];
         let v = assembled(&steps);
         assert_eq!(v["status"], "compile_error");
-        let shown = "File \"/k.py\", line 3\n    return x +\n              ^\nSyntaxError: invalid syntax";
+        let shown =
+            "File \"/k.py\", line 3\n    return x +\n              ^\nSyntaxError: invalid syntax";
         assert_eq!(v["reasons"], json!([shown]));
         assert_eq!(v["export"]["error"], shown);
         // Another file of the sandbox keeps its path.

@@ -22,6 +22,7 @@ use super::recheck;
 use super::route::{self, Route};
 use super::sandbox::{self, Sandbox, SandboxMode, Trust};
 use super::{CancelFlag, StepOutput, StepRequest};
+use crate::contract::worker::{self as protocol, Answer, Outcome, Ready};
 use crate::pipeline::StepKind;
 
 /// How the worker processes are started.
@@ -35,6 +36,8 @@ pub struct WorkerSpec {
 }
 
 pub struct Worker {
+    /// What the worker said of itself in its first line (its protocol version checked).
+    pub ready: Ready,
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -130,6 +133,14 @@ impl Worker {
             }
         });
         let mut w = Worker {
+            ready: Ready {
+                event: String::new(),
+                pid: 0,
+                python: String::new(),
+                jax: String::new(),
+                backend: String::new(),
+                protocol: 0,
+            },
             scratch: jail.map(|(_, scratch)| (scratch.to_path_buf(), Instant::now())),
             child,
             stdin,
@@ -138,11 +149,13 @@ impl Worker {
             next_id: 1,
             requests: 0,
         };
-        match w.read_message(startup_timeout, None, cancel, |v| {
-            v.get("event").and_then(Value::as_str) == Some("ready")
-        }) {
-            Ok(_) => Ok(w),
-            Err(f) => {
+        let first = w.read_message(startup_timeout, None, cancel, |v| v.get("event").is_some());
+        match first.map(|v| Ready::decode(v).map_err(|e| WorkerFailure::Protocol(e.to_string()))) {
+            Ok(Ok(ready)) => {
+                w.ready = ready;
+                Ok(w)
+            }
+            Ok(Err(f)) | Err(f) => {
                 let tail = w.stderr_tail();
                 w.kill();
                 Err(format!("worker did not start ({f:?}): {tail}"))
@@ -233,7 +246,7 @@ impl Worker {
         let id = self.next_id;
         self.next_id += 1;
         self.requests += 1;
-        let line = json!({"id": id, "op": op, "args": args}).to_string();
+        let line = protocol::Request::new(id, op, args).line();
         if writeln!(self.stdin, "{line}")
             .and_then(|_| self.stdin.flush())
             .is_err()
@@ -253,7 +266,7 @@ impl Worker {
     pub fn epilogue(&mut self, cancel: &CancelFlag) -> Result<(), String> {
         let id = self.next_id;
         self.next_id += 1;
-        let line = json!({"id": id, "op": "shutdown", "args": {}}).to_string();
+        let line = protocol::Request::new(id, "shutdown", json!({})).line();
         if writeln!(self.stdin, "{line}")
             .and_then(|_| self.stdin.flush())
             .is_err()
@@ -285,7 +298,7 @@ impl Drop for Worker {
         let _ = writeln!(
             self.stdin,
             "{}",
-            json!({"id": 0, "op": "shutdown", "args": {}})
+            protocol::Request::new(0, "shutdown", json!({})).line()
         );
         let _ = self.stdin.flush();
         // Give it a moment to exit by itself, then make sure.
@@ -516,32 +529,34 @@ impl PythonExecutor {
                 } else {
                     self.give_back(w, device);
                 }
-                if v.get("ok").and_then(Value::as_bool) == Some(true) {
-                    let mut result = v.get("result").cloned().unwrap_or(json!({}));
-                    if let (Some(t), Value::Object(m)) = (tail, &mut result) {
-                        m.entry("stderr_tail").or_insert(json!(t));
+                match Answer::decode(v).and_then(|a| a.outcome()) {
+                    Ok(Outcome::Result { status, result }) => {
+                        let mut result = Value::Object(result);
+                        if let (Some(t), Value::Object(m)) = (tail, &mut result) {
+                            m.entry("stderr_tail").or_insert(json!(t));
+                        }
+                        if let Value::Object(m) = &mut result {
+                            m.insert("worker_pid".into(), json!(pid));
+                        }
+                        StepOutput::new(status.as_str(), result)
                     }
-                    let status = result
-                        .get("status")
-                        .and_then(Value::as_str)
-                        .unwrap_or("ok")
-                        .to_string();
-                    if let Value::Object(m) = &mut result {
-                        m.insert("worker_pid".into(), json!(pid));
+                    Ok(Outcome::HarnessError(err)) => {
+                        let mut o = StepOutput::infra(
+                            "error",
+                            format!("harness error in `{op}`: {}", err.message),
+                        );
+                        if let Value::Object(m) = &mut o.result {
+                            m.insert("error".into(), json!(err));
+                        }
+                        o
                     }
-                    StepOutput::new(status, result)
-                } else {
-                    let err = v.get("error").cloned().unwrap_or(Value::Null);
-                    let msg = err
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown worker error");
-                    let mut o =
-                        StepOutput::infra("error", format!("harness error in `{op}`: {msg}"));
-                    if let Value::Object(m) = &mut o.result {
-                        m.insert("error".into(), err);
-                    }
-                    o
+                    // A fresh worker ran candidate code in its own process, and that code can
+                    // write on the protocol pipe: an answer outside the contract is its doing.
+                    Err(e) if fresh => StepOutput::new(
+                        "rejected",
+                        json!({"reasons": [format!("malformed worker answer: {e}")]}),
+                    ),
+                    Err(e) => StepOutput::infra("error", e.to_string()),
                 }
             }
             Err(f) => {

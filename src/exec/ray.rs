@@ -8,6 +8,7 @@
 //! `command` steps are Ray tasks; `grid`, `aggregate` and `translate` stay on this machine.
 //! Results and their files come back here and are stored by the engine like local ones.
 
+use crate::contract::ray as ray_protocol;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -65,6 +66,9 @@ pub enum RayError {
     Cancelled,
     #[error("no answer from the Ray driver within {0:.0} s")]
     Timeout(f64),
+    /// A line from the driver outside the Ray protocol's contract (another version included).
+    #[error(transparent)]
+    Contract(#[from] crate::contract::ContractError),
 }
 
 type Pending = Arc<Mutex<HashMap<u64, Sender<Value>>>>;
@@ -163,19 +167,18 @@ impl RayDriver {
         };
         // Connecting takes a few seconds; an unreachable address is reported by the driver.
         let first = ready_rx.recv_timeout(Duration::from_secs(180));
-        match first {
-            Ok(v) if v.get("event").and_then(Value::as_str) == Some("ready") => {
-                driver.info = v;
+        match first.map(ray_protocol::Start::decode) {
+            Ok(Ok(ray_protocol::Start::Ready(ready))) => {
+                driver.info = serde_json::to_value(ready).expect("serializable");
                 Ok(driver)
             }
-            Ok(v) => {
-                let msg = v
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the Ray driver failed to start")
-                    .to_string();
+            Ok(Ok(ray_protocol::Start::Failed(e))) => {
                 driver.kill();
-                Err(RayError::Unreachable(msg))
+                Err(RayError::Unreachable(e.message))
+            }
+            Ok(Err(e)) => {
+                driver.kill();
+                Err(e.into())
             }
             Err(_) => {
                 std::thread::sleep(Duration::from_millis(100));
@@ -210,7 +213,7 @@ impl RayDriver {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx): (Sender<Value>, Receiver<Value>) = mpsc::channel();
         lock(&self.pending).insert(id, tx);
-        let line = json!({"id": id, "op": op, "args": args}).to_string();
+        let line = ray_protocol::Request::new(id, op, args).line();
         {
             let mut stdin = lock(&self.stdin);
             if writeln!(stdin, "{line}")
@@ -225,14 +228,9 @@ impl RayDriver {
         loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(v) => {
-                    if v.get("ok").and_then(Value::as_bool) == Some(true) {
-                        return Ok(v.get("result").cloned().unwrap_or(Value::Null));
-                    }
-                    let msg = v
-                        .get("error")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown error in the Ray driver");
-                    return Err(RayError::Remote(msg.to_string()));
+                    return ray_protocol::Reply::decode(v)?
+                        .into_result()
+                        .map_err(RayError::Remote);
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     if cancel.is_cancelled() {
@@ -261,7 +259,8 @@ impl Drop for RayDriver {
     fn drop(&mut self) {
         {
             let mut stdin = lock(&self.stdin);
-            let _ = writeln!(stdin, "{}", json!({"op": "shutdown"}));
+            let shutdown = ray_protocol::Request::new(0, "shutdown", json!({}));
+            let _ = writeln!(stdin, "{}", shutdown.line());
             let _ = stdin.flush();
         }
         let mut child = lock(&self.child);
@@ -419,7 +418,9 @@ impl RayExecutor {
         match e {
             RayError::Cancelled => StepOutput::infra("cancelled", "interrupted"),
             RayError::Timeout(_) => StepOutput::infra("timeout", e.to_string()),
-            RayError::Unreachable(_) => StepOutput::infra("error", e.to_string()),
+            RayError::Unreachable(_) | RayError::Contract(_) => {
+                StepOutput::infra("error", e.to_string())
+            }
             RayError::DriverDied(_) => {
                 // A later step starts a fresh driver.
                 lock(&self.driver).take();

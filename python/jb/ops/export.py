@@ -35,12 +35,12 @@ import time
 
 import jax
 
-from jb import artifact, guard, platforms
+from jb import artifact, contract, guard, platforms
 from jb import interpret as interp
 from jb.ops import common
 
 INDEX = "index.json"
-FORMAT = 1
+FORMAT = contract.EXPORT_INDEX_FORMAT
 _perf_counter = time.perf_counter
 
 # Messages of jax.export's own refusals (the program is valid but cannot be serialized).
@@ -179,12 +179,12 @@ def _export_all(impl, shapes, req, platform, dest: pathlib.Path, result: dict, d
             "has_pallas_call": report["has_pallas_call"],
             "interpret_mode": mode if report["has_pallas_call"] else None,
         })
-    index = {
-        "format": FORMAT, "platform": platform, "backend": req.backend, "scale": req.scale,
-        "jax": jax.__version__, "jaxlib": _jaxlib_version(), "device_kind": device_kind,
-        "programs": programs, "failed": failed,
-    }
-    (dest / INDEX).write_text(json.dumps(index, indent=1) + "\n")
+    index = contract.ExportIndex(
+        format=FORMAT, platform=platform, backend=req.backend, scale=req.scale, jax=jax.__version__,
+        programs=[contract.ExportedProgram(**p) for p in programs], failed=failed,
+        jaxlib=_jaxlib_version(), device_kind=device_kind,
+    )
+    (dest / INDEX).write_text(json.dumps(contract.encode(index), indent=1) + "\n")
     result.update(
         status="ok", programs=[{k: p[k] for k in ("file", "variant", "in_avals")} for p in programs], failed=failed,
         has_pallas_call=bool(claims) and all(claims),
