@@ -24,5 +24,6 @@ pub mod pyenv;
 pub mod report;
 pub mod resolve;
 pub mod session;
+pub mod settings;
 pub mod stats;
 pub mod tune;

@@ -18,7 +18,7 @@ pub use workloads::list_workloads;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::error::{exit, JbError};
 
@@ -133,7 +133,12 @@ pub fn main() -> i32 {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let cli = match Cli::try_parse() {
+    // `jb --help` ends with the environment variables, from their one registry.
+    let command = Cli::command().after_long_help(crate::settings::env_help());
+    let parsed = command
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() {

@@ -125,7 +125,7 @@ pub fn pipeline_spec(
                 .foreach(one())
                 .needs(needs)
                 .params(params.clone())
-                .timeout(1800.0)
+                .timeout(crate::settings::DEFAULT_STEP_TIMEOUT_S as f64)
         };
         file = file
             .step("handtuned_compile", step(StepKind::Compile, &[]))

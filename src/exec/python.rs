@@ -360,7 +360,7 @@ impl PythonExecutor {
             pool: Mutex::new(Vec::new()),
             live: Mutex::new(Vec::new()),
             max_requests_per_worker: 40,
-            default_timeout: Duration::from_secs(1800),
+            default_timeout: crate::settings::default_step_timeout(),
             default_memory_mb: None,
             untrusted: None,
             mode: OnceLock::new(),

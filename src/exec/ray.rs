@@ -563,7 +563,7 @@ impl RayExecutor {
             "op": op,
             "args": Value::Object(args),
             "fresh": fresh,
-            "timeout_s": req.timeout.unwrap_or(Duration::from_secs(1800)).as_secs_f64(),
+            "timeout_s": req.timeout.unwrap_or_else(crate::settings::default_step_timeout).as_secs_f64(),
             "project_root": req.project.root,
             "python_dir": self.spec.python_dir,
             "out_dir": req.out_dir,
