@@ -50,23 +50,71 @@ const fn set(name: &'static str, meaning: &'static str) -> EnvVar {
 
 /// Every `JB_*` variable, users' first.
 pub const ENV: &[EnvVar] = &[
-    read("JB_CACHE_DIR", "the cache folder (--cache-dir; default <project>/cache)"),
-    read("JB_PYENV", "the Python environment to use instead of jb's own (--pyenv)"),
-    read("JB_BASE_PYTHON", "the Python jb builds its environment from (default: newest >= 3.12)"),
+    read(
+        "JB_CACHE_DIR",
+        "the cache folder (--cache-dir; default <project>/cache)",
+    ),
+    read(
+        "JB_PYENV",
+        "the Python environment to use instead of jb's own (--pyenv)",
+    ),
+    read(
+        "JB_BASE_PYTHON",
+        "the Python jb builds its environment from (default: newest >= 3.12)",
+    ),
     read("JB_EXECUTOR", "where steps run: local or ray (--executor)"),
-    read("JB_RAY_ADDRESS", "the Ray cluster's address (--ray-address)"),
-    read("JB_LOG", "filter of jb's own log on stderr (default warn; e.g. debug)"),
-    read("JB_DIAGNOSTICS", "pipeline errors' rendering: fancy or plain"),
-    read("JB_SALT", "a string mixed into every step key (forces a rebuild of everything)"),
-    read("JB_BWRAP", "the bubblewrap binary to sandbox candidates with"),
-    read("JB_SANDBOX_SCRATCH_MB", "a sandbox's scratch-disk limit in MiB"),
-    read("JB_PYTHON_DIR", "jb's Python package folder (default <project>/python)"),
-    read("JB_DETECT_ROOT", "the root under which accelerators' device nodes are looked for (tests)"),
-    read("JB_GPU_PLATFORM", "the GPU platform to export for (cuda or rocm)"),
-    read("JB_RAY_TRACE", "a file the Ray driver appends its timeline to (measurements)"),
-    read("JB_RAY_NODE_DIR", "a Ray node's folder for blobs and trees (default <tmp>/jb-ray-node)"),
-    read("JB_RAY_NODE_ID", "a Ray node's name in results (default: Ray's node id)"),
-    read("JB_BIN", "the jb binary scripts and benchmarks run (default target/release/jb)"),
+    read(
+        "JB_RAY_ADDRESS",
+        "the Ray cluster's address (--ray-address)",
+    ),
+    read(
+        "JB_LOG",
+        "filter of jb's own log on stderr (default warn; e.g. debug)",
+    ),
+    read(
+        "JB_DIAGNOSTICS",
+        "pipeline errors' rendering: fancy or plain",
+    ),
+    read(
+        "JB_SALT",
+        "a string mixed into every step key (forces a rebuild of everything)",
+    ),
+    read(
+        "JB_BWRAP",
+        "the bubblewrap binary to sandbox candidates with",
+    ),
+    read(
+        "JB_SANDBOX_SCRATCH_MB",
+        "a sandbox's scratch-disk limit in MiB",
+    ),
+    read(
+        "JB_PYTHON_DIR",
+        "jb's Python package folder (default <project>/python)",
+    ),
+    read(
+        "JB_DETECT_ROOT",
+        "the root under which accelerators' device nodes are looked for (tests)",
+    ),
+    read(
+        "JB_GPU_PLATFORM",
+        "the GPU platform to export for (cuda or rocm)",
+    ),
+    read(
+        "JB_RAY_TRACE",
+        "a file the Ray driver appends its timeline to (measurements)",
+    ),
+    read(
+        "JB_RAY_NODE_DIR",
+        "a Ray node's folder for blobs and trees (default <tmp>/jb-ray-node)",
+    ),
+    read(
+        "JB_RAY_NODE_ID",
+        "a Ray node's name in results (default: Ray's node id)",
+    ),
+    read(
+        "JB_BIN",
+        "the jb binary scripts and benchmarks run (default target/release/jb)",
+    ),
     set("JB_STEP", "a command step's id"),
     set("JB_OUT_DIR", "a command step's output folder"),
     set("JB_SCALE", "the session's scale (tiny, cpu, paper)"),
@@ -76,7 +124,10 @@ pub const ENV: &[EnvVar] = &[
     set("JB_AGENT_SAMPLE", "an agent command's sample tag"),
     set("JB_AGENT_NUMBER", "an agent command's sample number"),
     set("JB_AGENT_MODEL", "an agent command's model name"),
-    set("JB_AGENT_TEMPERATURE", "an agent command's sampling temperature"),
+    set(
+        "JB_AGENT_TEMPERATURE",
+        "an agent command's sampling temperature",
+    ),
     set("JB_AGENT_MAX_TOKENS", "an agent command's token limit"),
 ];
 
@@ -119,7 +170,9 @@ pub fn env_markdown() -> String {
         (Direction::Read, "Read by jb"),
         (Direction::Set, "Set by jb for what it runs"),
     ] {
-        out.push_str(&format!("## {title}\n\n| variable | meaning |\n|---|---|\n"));
+        out.push_str(&format!(
+            "## {title}\n\n| variable | meaning |\n|---|---|\n"
+        ));
         for v in ENV.iter().filter(|v| v.direction == dir) {
             out.push_str(&format!("| `{}` | {} |\n", v.name, v.meaning));
         }
@@ -156,8 +209,7 @@ mod tests {
                 let start = i + at;
                 let before = start.checked_sub(1).map(|b| bytes[b]);
                 let mut end = start + 3;
-                while end < bytes.len() && (bytes[end].is_ascii_uppercase() || bytes[end] == b'_')
-                {
+                while end < bytes.len() && (bytes[end].is_ascii_uppercase() || bytes[end] == b'_') {
                     end += 1;
                 }
                 let name = &text[start..end];
@@ -178,7 +230,10 @@ mod tests {
         names_in(&root.join("python/jb"), &mut used);
         let registered: BTreeSet<String> = ENV.iter().map(|v| v.name.to_string()).collect();
         let unknown: Vec<_> = used.difference(&registered).collect();
-        assert!(unknown.is_empty(), "JB_ variables not in src/settings.rs: {unknown:?}");
+        assert!(
+            unknown.is_empty(),
+            "JB_ variables not in src/settings.rs: {unknown:?}"
+        );
         let unused: Vec<_> = registered.difference(&used).collect();
         assert!(unused.is_empty(), "registered but never used: {unused:?}");
         assert_eq!(registered.len(), ENV.len(), "a variable registered twice");

@@ -86,7 +86,9 @@ impl RayExecutor {
         let memory_mb = req
             .memory_mb
             .or_else(|| local.python.as_ref().and_then(|p| p.default_memory_mb));
-        let timeout = req.timeout.unwrap_or_else(crate::settings::default_step_timeout);
+        let timeout = req
+            .timeout
+            .unwrap_or_else(crate::settings::default_step_timeout);
         let request = json!({
             "op": req.step.kind.as_str(),
             "args": Value::Object(args),
