@@ -250,6 +250,35 @@ steps:
         assert_eq!(parse_pipeline(Path::new("<e>"), &text).unwrap().file, typed);
     }
 
+    /// `pipelines/eval.yaml` (every file under candidates/) and `jb eval`'s generated plan are
+    /// one pipeline: the same steps in the same order, of the same kinds, with the same needs,
+    /// the same implementation kinds and the same pairing with XLA (the plan adds the hand-tuned
+    /// steps and pairing, and takes its limits from the command line).
+    #[test]
+    fn the_candidates_pipeline_file_and_the_generated_plan_agree() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipelines/eval.yaml");
+        let file = parse_pipeline(&path, &std::fs::read_to_string(&path).unwrap())
+            .unwrap()
+            .file;
+        let plan = pipeline_spec("e", "w", "/k.py", &settings(), None);
+        let names = |f: &PipelineFile| f.steps.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&file), names(&plan));
+        for (name, ours) in &plan.steps {
+            let theirs = &file.steps[name];
+            assert_eq!(theirs.kind, ours.kind, "{name}");
+            assert_eq!(theirs.needs, ours.needs, "{name}");
+            assert_eq!(
+                theirs.params["impl"]["kind"], ours.params["impl"]["kind"],
+                "{name}"
+            );
+            assert_eq!(
+                theirs.params.get("pair"),
+                ours.params.get("pair"),
+                "{name}: the same pairing"
+            );
+        }
+    }
+
     #[test]
     fn without_handtuned_or_seed() {
         let s = EvalSettings {
