@@ -324,3 +324,19 @@ def test_judge_cache_follows_file_content(rmsnorm_export, tmp_path):
     (copy_dir / "program-0.jaxexport").write_bytes(b"swapped after inspection")
     swapped = resolve({"kind": "exported", "path": str(copy_dir)}, wl, "cpu", True)
     assert swapped.status == "rejected" and any("cannot be deserialized" in r for r in swapped.reasons), swapped
+
+
+def test_the_judges_program_cache_hits_across_a_candidates_steps(tmp_path):
+    """compile, verify and profile each get their own copy of the export folder: the same content
+    in another folder is the same cache entry (the same fn), a changed program is not."""
+    from jb import exported
+
+    wl = load_workload(RMSNORM, "tiny")
+    write_program(tmp_path / "compile", wl.fn, rms_args())
+    shutil.copytree(tmp_path / "compile", tmp_path / "verify")
+    fn_a, _ = exported.resolve_cached(tmp_path / "compile", wl, "cpu")
+    fn_b, _ = exported.resolve_cached(tmp_path / "verify", wl, "cpu")
+    assert fn_a is fn_b
+    write_program(tmp_path / "other", lambda x, s: wl.fn(x, s) * 2, rms_args())
+    fn_c, _ = exported.resolve_cached(tmp_path / "other", wl, "cpu")
+    assert fn_c is not fn_a
