@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::result::{
     Correctness, EvalResult, HandtunedSource, Measured, Measurement, PairedSpeedup, PerRole,
-    ProgramTiming, StageDetail, Timing, Unpaired,
+    ProgramTiming, SpeedOfLight, StageDetail, Timing, Unpaired,
 };
 use super::status::overall_status;
 use crate::cache::db::Db;
@@ -294,6 +294,48 @@ fn reported(
     }
 }
 
+/// The speed-of-light score of a correct candidate: its time and XLA's from the paired
+/// measurement where both are there (same process, interleaved), else from their own steps.
+fn speed_of_light(
+    profile: Option<&StepReport>,
+    baseline: &Option<Timing>,
+    kernel: &Option<Timing>,
+) -> Option<SpeedOfLight> {
+    let p = profile?;
+    let roofline_ms = p
+        .result
+        .get("roofline_ms")
+        .and_then(Value::as_f64)
+        .filter(|r| *r > 0.0)?;
+    let paired =
+        paired::pair_median(&p.result, "candidate").zip(paired::pair_median(&p.result, "xla"));
+    let (times, (candidate_ms, xla_ms)) = match paired {
+        Some(both) => ("paired", both),
+        None => (
+            "separate",
+            kernel
+                .as_ref()
+                .and_then(Timing::median_ms)
+                .zip(baseline.as_ref().and_then(Timing::median_ms))?,
+        ),
+    };
+    let score = roofline::sol_score(candidate_ms, roofline_ms, xla_ms);
+    let why = score.is_none().then(|| {
+        format!(
+            "XLA's {xla_ms:.4} ms is not slower than the roofline bound {roofline_ms:.4} ms: the peak is below what this device reaches"
+        )
+    });
+    Some(SpeedOfLight {
+        score,
+        roofline_ms,
+        candidate_ms,
+        xla_ms,
+        times,
+        peak_source: p.result.get("peak_source").cloned(),
+        why,
+    })
+}
+
 impl Assembly<'_> {
     /// The result of the candidate (the `jb eval --json` contract).
     pub fn result(&self) -> EvalResult {
@@ -319,6 +361,11 @@ impl Assembly<'_> {
             (None, None)
         };
         let xla = reported(&paired_xla, profile, "xla", &baseline, &kernel);
+        let sol = if correct {
+            speed_of_light(profile, &baseline, &kernel)
+        } else {
+            None
+        };
         let ht = reported(&paired_ht, profile, "handtuned", &handtuned, &kernel);
         let verify_field = |k: &str| verify.and_then(|v| v.result.get(k)).cloned();
         let compile_field = |k: &str| compile.and_then(|c| c.result.get(k)).cloned();
@@ -353,6 +400,7 @@ impl Assembly<'_> {
                 vs_xla: xla.unpaired,
                 vs_handtuned: ht.unpaired,
             },
+            speed_of_light: sol,
             has_pallas_call: compile_field("has_pallas_call"),
             interpret: compile_field("interpret"),
             trust: trust_of(export, &[compile, verify, profile]),
@@ -436,6 +484,47 @@ mod tests {
         serde_json::to_value(r).unwrap()
     }
 
+    /// The speed-of-light score from the paired medians and the profile's roofline bound; none
+    /// (with the reason) when XLA is not slower than the bound.
+    #[test]
+    fn speed_of_light_from_the_paired_medians() {
+        let wl = "[workload=12p_RMSNorm]";
+        let steps = |roofline_ms: f64| {
+            vec![
+                report(&format!("jb-eval/export{wl}"), "ok", json!({})),
+                report(&format!("jb-eval/compile{wl}"), "ok", json!({})),
+                report(
+                    &format!("jb-eval/verify{wl}"),
+                    "correct",
+                    json!({"trials": [{"ok": true}]}),
+                ),
+                report(
+                    &format!("jb-eval/profile{wl}"),
+                    "ok",
+                    json!({"median_ms": 2.0, "roofline_ms": roofline_ms, "peak_source": "published",
+                           "paired": {"programs": [{"role": "candidate", "median_ms": 2.0},
+                                                   {"role": "xla", "median_ms": 3.0}]}}),
+                ),
+                report(
+                    &format!("baseline/profile{wl}"),
+                    "ok",
+                    json!({"median_ms": 9.0}),
+                ),
+            ]
+        };
+        let v = assembled(&steps(1.0));
+        let sol = &v["speed_of_light"];
+        assert_eq!(sol["times"], "paired");
+        assert_eq!(sol["score"], json!(1.0 / (1.0 + 1.0 / 2.0)));
+        assert_eq!(sol["xla_ms"], json!(3.0));
+        let v = assembled(&steps(4.0));
+        assert_eq!(v["speed_of_light"]["score"], Value::Null);
+        assert!(v["speed_of_light"]["why"]
+            .as_str()
+            .unwrap()
+            .contains("roofline bound"));
+    }
+
     /// The `jb eval --json` contract: its fields, in order, and the shape of the timings.
     #[test]
     fn the_json_contract_keeps_its_fields_and_order() {
@@ -493,6 +582,7 @@ mod tests {
                 "speedup_vs_handtuned_ci",
                 "baseline_slowed_in_pair",
                 "speedup_unpaired",
+                "speed_of_light",
                 "measurement",
                 "has_pallas_call",
                 "interpret",

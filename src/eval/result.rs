@@ -31,6 +31,8 @@ pub struct EvalResult {
     pub speedup_vs_handtuned_ci: Option<[f64; 2]>,
     pub baseline_slowed_in_pair: PerRole<Option<Slowed>>,
     pub speedup_unpaired: Unpaired,
+    /// How close the candidate is to the roofline bound (only when it is correct and a peak is known).
+    pub speed_of_light: Option<SpeedOfLight>,
     pub measurement: Option<Measurement>,
     pub has_pallas_call: Option<Value>,
     pub interpret: Option<Value>,
@@ -118,6 +120,22 @@ pub struct Measured {
 pub struct PerRole<T> {
     pub xla: T,
     pub handtuned: T,
+}
+
+/// The speed-of-light score and what it is computed from ([`crate::device::roofline::sol_score`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeedOfLight {
+    /// 1 at the roofline bound, 0.5 at XLA's time; `None` with `why` when it cannot be given.
+    pub score: Option<f64>,
+    /// The roofline bound: max(FLOPs / peak FLOP/s, bytes / peak bandwidth).
+    pub roofline_ms: f64,
+    pub candidate_ms: f64,
+    pub xla_ms: f64,
+    /// `paired` (both medians of the interleaved measurement) or `separate` (each program's own step).
+    pub times: &'static str,
+    pub peak_source: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// Ratios of separate measurements (the baseline's profile step over the candidate's).
