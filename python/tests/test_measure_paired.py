@@ -232,6 +232,13 @@ def test_device_check_smoke_on_cpu(capsys):
 def test_machine_drift_tool_times_windows():
     from jb.tools import machine_drift
 
-    r = machine_drift.measure(0.4, 0.1)
-    assert r["runs"] >= len(r["window_medians_ms"]) >= 2
+    # A clock that moves 10 ms a reading, whatever the machine is doing: 0.4 s in 0.1-s windows
+    # is 20 runs (two readings each) in 4 windows, each run taking 10 ms.
+    ticks = iter(range(10**6))
+    r = machine_drift.measure(0.4, 0.1, clock=lambda: next(ticks) * 0.01)
+    assert r["runs"] == 20 and len(r["window_medians_ms"]) == 4, r
+    assert r["window_medians_ms"] == pytest.approx([10.0] * 4) and r["spread"] == pytest.approx(0.0, abs=1e-9), r
+    # And on the real clock it runs (how many windows fit depends on the machine's load).
+    r = machine_drift.measure(0.2, 0.1)
+    assert r["runs"] >= len(r["window_medians_ms"]) >= 1
     assert all(m > 0 for m in r["window_medians_ms"]) and r["spread"] >= 0
