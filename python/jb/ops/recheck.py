@@ -8,7 +8,8 @@ worker, rebuilds the same trials from the same seed (jb drew it, not the candida
 reference and its noise, and judges the files. Args: workload, scale, backend, seed, trials?,
 variants?, impl (its kind decides the default variants, as in verify), outputs_dir (the folder
 holding ``outputs/``). Result: status (``correct``, ``incorrect``, or ``rejected`` when an
-output the verdict implies is missing or malformed), reasons, trials [{seed, dist, variant?, ok,
+output the verdict implies is missing or malformed, or larger than the reference's outputs
+need, or compressed; ``incorrect`` when its dtype/shape is not the reference's), reasons, trials [{seed, dist, variant?, ok,
 max_abs_err, max_rel_err, reason}].
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import pathlib
 
 import jax
+import numpy as np
 
 from jb import outputs
 from jb.compare import judge
@@ -48,8 +50,14 @@ def run(args: dict) -> dict:
     missing: list[str] = []
 
     def check(record: dict, ref: dict, name: str) -> None:
+        # The file was written where the candidate ran: its size, members and each leaf's
+        # dtype/shape are checked against the reference before a byte of it is read.
+        expected = [(np.dtype(leaf.dtype), tuple(np.shape(leaf))) for leaf in jax.tree_util.tree_leaves(ref["ref"])]
         try:
-            out = _as_reference_tree(ref["ref"], outputs.load(where, name))
+            out = _as_reference_tree(ref["ref"], outputs.load(where, name, expected))
+        except outputs.Mismatch as exc:
+            record["reason"] = str(exc)
+            return
         except ValueError as exc:
             record["reason"] = str(exc)
             missing.append(f"{name}: {exc}")
