@@ -91,13 +91,22 @@ def variants(config):
     return [{"batch_tokens": _halve(c["batch_tokens"]), "vocab_size": _halve(c["vocab_size"])}]
 
 
-TRIALS = ["large_logits"]
+TRIALS = ["large_logits", "confident"]
 
 
 def make_trial(name, rng, inputs):
     """jb trial hook (see jb.inputs), every trial: fresh random labels. large_logits: hidden
     rescaled so the logits have a std of ~40 (row maxima ~100-150: exp overflows float32 without
-    the max subtraction)."""
+    the max subtraction). confident: the labels carry the answer, as a trained model's do: each
+    token's hidden state is moved along its label's weight column so that the label's logit
+    rises by log(vocab) + U[-2, 4] on three tokens in four (there the label is the row's argmax;
+    the rest keep a random label, so the row maximum is not the answer either). With random labels a kernel that ignores them, or reads the wrong column (a tiled
+    vocabulary's label mask without the tile's offset), moves the mean loss by only
+    ~std(logits)/sqrt(tokens), the size of a bf16 program's rounding (issue 27.2); here by
+    several units."""
+    import jax.numpy as jnp
+    import numpy as np
+
     from jb import inputs as jbi
 
     hidden, weight, labels = inputs
@@ -105,4 +114,10 @@ def make_trial(name, rng, inputs):
     if name == "large_logits":
         est = jbi.rms(hidden) * jbi.rms(weight) * hidden.shape[1] ** 0.5
         hidden = jbi.like(hidden, jbi.host(hidden) * (40.0 / est))
+    elif name == "confident":
+        cols = np.asarray(jnp.take(weight, labels, axis=1).astype(jnp.float32)).T  # (B, H)
+        norm2 = np.maximum(np.sum(cols * cols, axis=1, keepdims=True), 1e-6)
+        boost = np.log(weight.shape[1]) + rng.uniform(-2.0, 4.0, (labels.shape[0], 1))
+        boost = np.where(rng.random((labels.shape[0], 1)) < 0.75, boost, 0.0)  # a quarter stay random
+        hidden = jbi.like(hidden, jbi.host(hidden) + (boost / norm2).astype(np.float32) * cols)
     return hidden, weight, labels

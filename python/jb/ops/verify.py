@@ -26,8 +26,11 @@ from ``jb.inputs.make_trial`` (falling back to DEFAULT_TRIALS and ``resample``),
 Held-out shapes, on by default for candidates: the workload's own variants (``Workload.variants()``), or
 ``args.variants`` (a list of CONFIG overrides, e.g. ``[{"seq_len": 48}]``; ``[]`` turns them off).
 Each adds one trial (the first trial's class, its own derived seed) on a workload re-loaded with
-that override, so a kernel that hard-codes the scale's shapes fails; its reference and noise are
-also computed before the implementation is imported. Variant trials carry a ``variant`` field.
+that override, so a kernel that hard-codes the scale's shapes and still runs there fails; its
+reference and noise are also computed before the implementation is imported. Variant trials carry
+a ``variant`` field. A candidate that does not compile at a variant, refuses it at run time or
+answers with another output shape is ``specialized`` there (jb.variants: recorded in the trial,
+``notes`` and ``variants``, not incorrect); one that answers with the variant's shapes is judged.
 
 Status precedence: rejected > compile_error > runtime_error > incorrect > correct
 (unsupported/invalid for baselines that cannot run).
@@ -41,6 +44,7 @@ import jax
 import numpy as np
 
 from jb import guard, inputs as jb_inputs, outputs as jb_outputs, trust
+from jb import variants as jb_variants
 from jb.compare import judge, to_host_leaves
 from jb.inputs import DISTRIBUTIONS, resample
 from jb.ops import common
@@ -193,6 +197,12 @@ def variant_reference(req, override, index: int, master: int, dist: str) -> dict
     return {"override": override, "wl": vwl, "base": vbase, "trial": t, "ref": vref, "inputs": vinputs}
 
 
+def _specialized(record: dict, why: str, dump_dir, vi: int) -> None:
+    jb_variants.specialize(record, why)
+    if dump_dir is not None:
+        jb_variants.save_marker(dump_dir, jb_outputs.name_of(0, vi), record["reason"])
+
+
 def run(args: dict) -> dict:
     req = common.Request.from_args(args)
     wl = req.workload()
@@ -327,16 +337,31 @@ def run(args: dict) -> dict:
             try:
                 vbuilt = common.build(impl.fn, v["wl"], v["base"], req)
             except common.CandidateFailure as exc:
-                record["reason"] = f"variant does not compile ({exc.error_class}): {exc.message}"
+                _specialized(record, f"does not compile at this shape ({exc.error_class}): {exc.message}", dump_dir, vi)
                 continue
+            vbefore = guard.checksum(v["inputs"])
             try:
                 out = common.run(vbuilt, v["inputs"])
             except common.CandidateFailure as exc:
-                record["reason"] = f"variant fails at run time: {exc.message}"
+                _specialized(record, f"refuses the shape at run time ({exc.error_class}): {exc.message}", dump_dir, vi)
+                continue
+            problems = _leaf_problems(out) + guard.mutation_reasons(vbefore, guard.checksum(v["inputs"]))
+            if problems:
+                rejects.extend(r for r in problems if r not in rejects)
+                record["reason"] = "; ".join(problems)
+                continue
+            mismatch = jb_variants.structure_mismatch(v["ref"]["ref"], out)
+            if mismatch is not None:
+                _specialized(record, f"{mismatch} (built for another shape)", dump_dir, vi)
                 continue
             if dump_dir is not None:
                 jb_outputs.save(dump_dir, jb_outputs.name_of(0, vi), to_host_leaves(out))
             _record_cmp(record, judge(v["ref"]["ref"], v["ref"]["hi"], v["ref"]["emu"], out, rule))
+            del out
+    result["variants"] = jb_variants.summary(result["trials"])
+    for t in result["trials"]:
+        if t.get("specialized"):
+            result["notes"].append(f"variant {t['variant']}: {t['reason']}")
 
     if failure is not None:
         return finish(failure.status, error_class=failure.error_class, error=failure.message)
