@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import pathlib
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
@@ -39,7 +41,9 @@ def test_fingerprint():
 
 def test_peak_small():
     r = peak.run({"matmul_n": 256, "bandwidth_mib": 16})
-    assert r["flops_per_s"] > 1e8 and r["bytes_per_s"] > 1e8
+    # How fast this machine is right now is not asserted; what the peak is made of is.
+    assert r["flops_per_s"] == r["matmul_flops_per_s"]["bf16_f32acc"] and r["bandwidth_bytes"] == 16 * 2**20
+    assert all(math.isfinite(v) and v > 0 for v in (r["flops_per_s"], r["bytes_per_s"]))
     assert set(r["matmul_flops_per_s"]) == {"bf16_f32acc", "f32"}
 
 
@@ -64,13 +68,13 @@ def test_compile_xla_and_candidate_8p():
     assert xla["status"] == "ok" and xla["has_pallas_call"] is False and xla["interpret"] is False
     cfg = describe.run({"workload": wl("8p_GEMM"), "scale": "tiny"})["config"]
     assert xla["cost"]["flops"] == pytest.approx(2 * cfg["M"] * cfg["K"] * cfg["N"], rel=0.01)
-    assert xla["memory"]["argument_bytes"] > 0 and xla["compile_ms"] > 0
+    assert xla["memory"]["argument_bytes"] > 0 and math.isfinite(xla["compile_ms"])
     r = compile_op.run({"workload": wl("8p_GEMM"), "scale": "tiny", "impl": cand("candidates", "8p_GEMM", "gemm_pallas.py")})
     assert r["status"] == "ok", r
     assert r["has_pallas_call"] is True and r["interpret"] is True and r["interpret_mode"] == "generic"
     assert r["matmul_flops"]["inside_pallas"] == 2 * cfg["M"] * cfg["K"] * cfg["N"]
     assert r["matmul_flops"]["share_outside"] == 0.0
-    assert r["first_run_ms"] > 0
+    assert math.isfinite(r["first_run_ms"])
 
 
 def test_compile_baseline_valid_and_invalid():
@@ -128,9 +132,13 @@ def test_profile_candidate_12p(tmp_path):
     assert r["timing_source"] == "host_clock", r["timing"]["notes"]
     assert r["samples_ms"] == r["wall_samples_ms"]
     # The trace file comes from a short session after the timed iterations (2 runs), parsed.
-    assert r["timing"]["traced_ms"]["impl"] > 0 and r["timing"]["trace_wall_ratio"] > 0
+    # (What is asserted is what was derived from what, never how long anything took.)
+    timing = r["timing"]
+    assert "impl" in timing["traced_ms"] and "impl" in timing["traced_wall_ms"], timing
+    assert timing["trace_wall_ratio"] == timing["traced_ms"]["impl"] / timing["traced_wall_ms"]["impl"]
     assert len(r["samples_ms"]) == 6 and len(r["wall_samples_ms"]) == 6
-    assert r["median_ms"] > 0 and r["wall_median_ms"] >= r["min_ms"]
+    assert r["median_ms"] == float(np.median(r["samples_ms"])) and r["min_ms"] == min(r["samples_ms"])
+    assert r["wall_median_ms"] == float(np.median(r["wall_samples_ms"]))
     assert r["flops_source"] == "get_flops" and r["flops"] > 0 and "tflops" not in r and r["interpret"] is True
     assert (tmp_path / r["trace"]).is_file() and r["trace"].startswith("trace/")
 
