@@ -307,8 +307,8 @@ fn speed_of_light(
         .get("roofline_ms")
         .and_then(Value::as_f64)
         .filter(|r| *r > 0.0)?;
-    let paired =
-        paired::pair_median(&p.result, "candidate").zip(paired::pair_median(&p.result, "xla"));
+    // In the paired measurement the candidate is the program of role `impl`.
+    let paired = paired::pair_median(&p.result, "impl").zip(paired::pair_median(&p.result, "xla"));
     let (times, (candidate_ms, xla_ms)) = match paired {
         Some(both) => ("paired", both),
         None => (
@@ -502,7 +502,7 @@ mod tests {
                     &format!("jb-eval/profile{wl}"),
                     "ok",
                     json!({"median_ms": 2.0, "roofline_ms": roofline_ms, "peak_source": "published",
-                           "paired": {"programs": [{"role": "candidate", "median_ms": 2.0},
+                           "paired": {"programs": [{"role": "impl", "median_ms": 2.0},
                                                    {"role": "xla", "median_ms": 3.0}]}}),
                 ),
                 report(
