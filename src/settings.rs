@@ -191,6 +191,9 @@ mod tests {
     use std::collections::BTreeSet;
     use std::path::Path;
 
+    static NAME: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\bJB_[A-Z_]+").unwrap());
+
     fn names_in(dir: &Path, out: &mut BTreeSet<String>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
@@ -203,22 +206,12 @@ mod tests {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            let bytes = text.as_bytes();
-            let mut i = 0;
-            while let Some(at) = text[i..].find("JB_") {
-                let start = i + at;
-                let before = start.checked_sub(1).map(|b| bytes[b]);
-                let mut end = start + 3;
-                while end < bytes.len() && (bytes[end].is_ascii_uppercase() || bytes[end] == b'_') {
-                    end += 1;
-                }
-                let name = &text[start..end];
-                let word_start = !before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
-                if word_start && name.len() > 3 && !name.starts_with(VAR_PREFIX) {
-                    out.insert(name.trim_end_matches('_').to_string());
-                }
-                i = end;
-            }
+            out.extend(
+                NAME.find_iter(&text)
+                    .map(|m| m.as_str())
+                    .filter(|n| !n.starts_with(VAR_PREFIX))
+                    .map(|n| n.trim_end_matches('_').to_string()),
+            );
         }
     }
 

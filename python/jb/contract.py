@@ -36,7 +36,11 @@ EXPORT_INDEX_FORMAT = 1
 
 
 class ContractError(ValueError):
-    """A message that does not fit its boundary's contract."""
+    """A message that does not fit its boundary's contract.
+
+    ``request_id``: the id of a refused request, where it had one (its error answer names it)."""
+
+    request_id: Optional[int] = None
 
 
 _MISSING = object()
@@ -255,17 +259,22 @@ KINDS = {
 }
 
 
-def worker_request_line(rid: int, op: str, args: dict) -> str:
-    """One request of the worker protocol, as the line jb (or a Ray node) sends (no newline)."""
-    return json.dumps(encode(WorkerRequest(rid, op, args, WORKER_PROTOCOL)))
-
-
-def parse_worker_request(line: str) -> WorkerRequest:
+def parse_request(cls, line: str, *, boundary: str):
+    """A request line decoded as ``cls``; a ContractError carries the line's id where it has one."""
     try:
         data = json.loads(line)
     except ValueError as exc:
-        raise ContractError(f"worker request: not JSON: {exc}") from exc
-    return decode(WorkerRequest, data, boundary="worker request")
+        raise ContractError(f"{boundary}: not JSON: {exc}") from exc
+    try:
+        return decode(cls, data, boundary=boundary)
+    except ContractError as exc:
+        rid = data.get("id") if isinstance(data, dict) else None
+        exc.request_id = rid if isinstance(rid, int) and not isinstance(rid, bool) else None
+        raise
+
+
+def parse_worker_request(line: str) -> WorkerRequest:
+    return parse_request(WorkerRequest, line, boundary="worker request")
 
 
 def samples() -> list[dict]:

@@ -467,15 +467,6 @@ class Driver:
         return res
 
 
-def _request_id(line: str):
-    """The id of a request that does not fit the contract, when it has one (its answer names it)."""
-    try:
-        rid = json.loads(line).get("id")
-    except (ValueError, AttributeError):
-        return None
-    return rid if isinstance(rid, int) else None
-
-
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m jb.ray_driver")
     p.add_argument("--address", required=True)
@@ -513,10 +504,9 @@ def main() -> int:
         if not line.strip():
             continue
         try:
-            req = contract.encode(contract.decode(contract.RayRequest, json.loads(line), boundary="ray request"))
-        except (ValueError, contract.ContractError) as exc:
-            rid = _request_id(line)
-            driver.send({"id": rid, "ok": False, "error": f"bad request: {exc}"})
+            req = contract.encode(contract.parse_request(contract.RayRequest, line, boundary="ray request"))
+        except contract.ContractError as exc:
+            driver.send({"id": exc.request_id, "ok": False, "error": f"bad request: {exc}"})
             continue
         if req["op"] == "shutdown":
             break

@@ -11,7 +11,8 @@ stderr, so anything user code prints (Python or C) never corrupts the protocol.
 A failure that is the implementation's fault is a result (``ok: true``, ``result.status``); an
 exception escaping an op is a harness failure (``ok: false``). Unknown ops and malformed requests
 are ``ok: false`` too, and so is a request of another protocol version (the shapes and the
-version are ``jb.contract``'s, which the Rust side mirrors in ``src/contract/worker.rs``). ``shutdown`` answers, then the worker exits 0; so does end of input.
+version are ``jb.contract``'s, which the Rust side mirrors in ``src/contract/worker.rs``).
+``shutdown`` answers, then the worker exits 0; so does end of input.
 Non-finite floats in results are sent as null (strict JSON).
 """
 
@@ -87,14 +88,10 @@ class Worker:
         t0 = time.perf_counter()
         rid = None
         try:
-            try:
-                rid = json.loads(line).get("id")
-            except (ValueError, AttributeError):
-                rid = None
             request = parse_worker_request(line)
             rid, op, args = request.id, request.op, request.args
         except ContractError as exc:
-            self.send({"id": rid if isinstance(rid, int) else None, "ok": False,
+            self.send({"id": exc.request_id, "ok": False,
                        "error": {"type": "BadRequest", "message": str(exc), "traceback": ""}})
             return True
         fn = self.ops.get(op)

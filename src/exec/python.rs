@@ -36,8 +36,6 @@ pub struct WorkerSpec {
 }
 
 pub struct Worker {
-    /// What the worker said of itself in its first line (its protocol version checked).
-    pub ready: Ready,
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -133,14 +131,6 @@ impl Worker {
             }
         });
         let mut w = Worker {
-            ready: Ready {
-                event: String::new(),
-                pid: 0,
-                python: String::new(),
-                jax: String::new(),
-                backend: String::new(),
-                protocol: 0,
-            },
             scratch: jail.map(|(_, scratch)| (scratch.to_path_buf(), Instant::now())),
             child,
             stdin,
@@ -149,13 +139,13 @@ impl Worker {
             next_id: 1,
             requests: 0,
         };
-        let first = w.read_message(startup_timeout, None, cancel, |v| v.get("event").is_some());
-        match first.map(|v| Ready::decode(v).map_err(|e| WorkerFailure::Protocol(e.to_string()))) {
-            Ok(Ok(ready)) => {
-                w.ready = ready;
-                Ok(w)
-            }
-            Ok(Err(f)) | Err(f) => {
+        // The first line is the worker's ready line, its protocol version checked.
+        let first = w
+            .read_message(startup_timeout, None, cancel, |v| v.get("event").is_some())
+            .and_then(|v| Ready::decode(v).map_err(|e| WorkerFailure::Protocol(e.to_string())));
+        match first {
+            Ok(_) => Ok(w),
+            Err(f) => {
                 let tail = w.stderr_tail();
                 w.kill();
                 Err(format!("worker did not start ({f:?}): {tail}"))
