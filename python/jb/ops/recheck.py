@@ -48,8 +48,10 @@ def run(args: dict) -> dict:
     missing: list[str] = []
 
     def check(record: dict, ref: dict, name: str) -> None:
+        # Sizes, members and shapes checked against the reference before any array is read.
+        shapes = [tuple(getattr(a, "shape", ())) for a in jax.tree_util.tree_leaves(ref["ref"])]
         try:
-            out = _as_reference_tree(ref["ref"], outputs.load(where, name))
+            out = _as_reference_tree(ref["ref"], outputs.load(where, name, expected=shapes))
         except ValueError as exc:
             record["reason"] = str(exc)
             missing.append(f"{name}: {exc}")
