@@ -3,6 +3,10 @@
 //! (a benchmark without a correct kernel counts as 1x), the mean of the same, the benchmarks
 //! with a correct kernel, and fast1@N (the share of benchmarks whose best kernel so far beats
 //! XLA after N samples each). The numbers come from [`crate::stats`], as the report's do.
+//!
+//! Only timings the judge took without ever importing the candidate (trust `artifact`, see
+//! [`crate::outcome::trust::speedup_allowed`]) count: a correct sample timed in its own process
+//! is [`Outcome::CorrectUnmeasured`], correct but never a speedup, in no geomean or fast1@N.
 
 use std::collections::BTreeMap;
 
@@ -31,10 +35,13 @@ pub enum Outcome {
     CorrectSlower,
     /// Correct and faster than XLA.
     CorrectFaster,
+    /// Correct, but timed only where its own code ran (trust `sandboxed` or `unsandboxed`): no
+    /// speedup counts for it.
+    CorrectUnmeasured,
 }
 
 impl Outcome {
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::ApiError,
         Outcome::NoCode,
         Outcome::CompileError,
@@ -43,6 +50,7 @@ impl Outcome {
         Outcome::EvalError,
         Outcome::CorrectSlower,
         Outcome::CorrectFaster,
+        Outcome::CorrectUnmeasured,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +63,7 @@ impl Outcome {
             Outcome::EvalError => "eval_error",
             Outcome::CorrectSlower => "correct_slower",
             Outcome::CorrectFaster => "correct_faster",
+            Outcome::CorrectUnmeasured => "correct_unmeasured",
         }
     }
 
@@ -63,6 +72,15 @@ impl Outcome {
     }
 
     pub fn is_correct(self) -> bool {
+        matches!(
+            self,
+            Outcome::CorrectSlower | Outcome::CorrectFaster | Outcome::CorrectUnmeasured
+        )
+    }
+
+    /// Whether the sample's speedup counts (correct and timed by a judge that never imported
+    /// it).
+    pub fn is_timed(self) -> bool {
         matches!(self, Outcome::CorrectSlower | Outcome::CorrectFaster)
     }
 
@@ -71,14 +89,17 @@ impl Outcome {
         !matches!(self, Outcome::ApiError | Outcome::NoCode)
     }
 
-    /// The class of an evaluated candidate from `jb eval`'s status and speedup. That status is
-    /// the worst of the candidate's stages, so a kernel rejected while profiled is `Incorrect`
-    /// whatever speedup its timing showed.
-    pub fn of_eval(status: &str, speedup: Option<f64>) -> Outcome {
+    /// The class of an evaluated candidate from `jb eval`'s status, speedup and trust. That
+    /// status is the worst of the candidate's stages, so a kernel rejected while profiled is
+    /// `Incorrect` whatever speedup its timing showed; a correct one whose trust is not
+    /// `artifact` is `CorrectUnmeasured` whatever speedup it claims.
+    pub fn of_eval(status: &str, speedup: Option<f64>, trust: Option<&str>) -> Outcome {
         use crate::outcome::status::{OutcomeClass, StepStatus};
         match status.parse::<StepStatus>().map(StepStatus::outcome_class) {
             Ok(OutcomeClass::Correct) if status == "correct" => {
-                if speedup.is_some_and(|s| s > 1.0) {
+                if !crate::outcome::trust::speedup_allowed(trust) {
+                    Outcome::CorrectUnmeasured
+                } else if speedup.is_some_and(|s| s > 1.0) {
                     Outcome::CorrectFaster
                 } else {
                     Outcome::CorrectSlower
@@ -92,11 +113,12 @@ impl Outcome {
     }
 }
 
-/// The speedups of a benchmark's samples in budget order: `Some` for a correct, timed sample.
+/// The speedups of a benchmark's samples in budget order: `Some` for a correct sample timed
+/// where the candidate never ran (a `CorrectUnmeasured` sample's number is dropped here too).
 pub fn trajectory(samples: &[(Outcome, Option<f64>)]) -> Trajectory {
     samples
         .iter()
-        .map(|(o, s)| if o.is_correct() { *s } else { None })
+        .map(|(o, s)| if o.is_timed() { *s } else { None })
         .collect()
 }
 
@@ -195,15 +217,24 @@ mod tests {
 
     #[test]
     fn outcome_classes_of_eval_statuses() {
-        assert_eq!(Outcome::of_eval("correct", Some(1.2)), CorrectFaster);
-        assert_eq!(Outcome::of_eval("correct", Some(1.0)), CorrectSlower);
-        assert_eq!(Outcome::of_eval("correct", None), CorrectSlower);
-        assert_eq!(Outcome::of_eval("compile_error", None), CompileError);
-        assert_eq!(Outcome::of_eval("timeout", None), RuntimeError);
-        assert_eq!(Outcome::of_eval("rejected", None), Incorrect);
-        assert_eq!(Outcome::of_eval("rejected", Some(45.7)), Incorrect);
-        assert_eq!(Outcome::of_eval("incorrect", Some(2.0)), Incorrect);
-        assert_eq!(Outcome::of_eval("error", None), EvalError);
+        let a = Some("artifact");
+        assert_eq!(Outcome::of_eval("correct", Some(1.2), a), CorrectFaster);
+        assert_eq!(Outcome::of_eval("correct", Some(1.0), a), CorrectSlower);
+        assert_eq!(Outcome::of_eval("correct", None, a), CorrectSlower);
+        assert_eq!(Outcome::of_eval("compile_error", None, a), CompileError);
+        assert_eq!(Outcome::of_eval("timeout", None, a), RuntimeError);
+        assert_eq!(Outcome::of_eval("rejected", None, a), Incorrect);
+        assert_eq!(Outcome::of_eval("rejected", Some(45.7), a), Incorrect);
+        assert_eq!(Outcome::of_eval("incorrect", Some(2.0), a), Incorrect);
+        assert_eq!(Outcome::of_eval("error", None, a), EvalError);
+        // Timed in the candidate's own process: correct, never faster.
+        for t in [Some("sandboxed"), Some("unsandboxed"), None] {
+            assert_eq!(Outcome::of_eval("correct", Some(7.3), t), CorrectUnmeasured);
+        }
+        assert_eq!(
+            Outcome::of_eval("incorrect", Some(7.3), Some("sandboxed")),
+            Incorrect
+        );
         for o in Outcome::ALL {
             assert_eq!(Outcome::parse(o.as_str()), Some(o));
         }
@@ -255,6 +286,26 @@ mod tests {
         );
         let m = summarize(&[a, b]);
         assert_eq!(m.fast1, vec![0.5, 0.5, 1.0]);
+    }
+
+    /// The gc.callbacks attack's 7.3x (trust sandboxed): counted correct, never in the geomean,
+    /// the best speedup or fast1@N, even if a speedup number reached the sample.
+    #[test]
+    fn unmeasured_samples_count_correct_but_never_faster() {
+        let forged = Outcome::of_eval("correct", Some(7.3), Some("sandboxed"));
+        let a = BenchmarkSummary::new("a", &[(forged, Some(7.3))]);
+        let b = BenchmarkSummary::new("b", &[(CorrectFaster, Some(2.0))]);
+        assert!(a.correct);
+        assert_eq!(a.best_speedup, None);
+        assert_eq!(a.floored_speedup, 1.0);
+        assert!(!a.fast_after(1));
+        let m = summarize(&[a, b]);
+        assert!((m.geomean_speedup - 2f64.sqrt()).abs() < 1e-12);
+        assert_eq!(m.correct, 2);
+        assert_eq!(m.faster, 1);
+        assert_eq!(m.fast1, vec![0.5]);
+        assert_eq!(m.outcomes["correct_unmeasured"], 1);
+        assert_eq!(m.outcomes["correct_faster"], 1);
     }
 
     #[test]

@@ -175,9 +175,13 @@ pub fn profile_summary(eval: &Value, device: &Device) -> Option<String> {
 /// The evaluation of one candidate from its result JSON.
 pub fn evaluation(eval: &Value, device: &Device) -> Evaluation {
     let status = eval["status"].as_str().unwrap_or("crashed").to_string();
-    let speedup = eval["speedup_vs_xla"].as_f64();
-    let outcome = Outcome::of_eval(&status, speedup);
-    let kernel_ms = eval["kernel"]["median_ms"].as_f64();
+    let trust = eval["trust"].as_str();
+    // Only a timing the judge took without the candidate counts (the result already leaves
+    // the others out; an older or forged result is held to the same rule here).
+    let timed = crate::outcome::trust::speedup_allowed(trust);
+    let speedup = eval["speedup_vs_xla"].as_f64().filter(|_| timed);
+    let outcome = Outcome::of_eval(&status, speedup, trust);
+    let kernel_ms = eval["kernel"]["median_ms"].as_f64().filter(|_| timed);
     let xla_ms = eval["baseline"]["median_ms"].as_f64();
     let (feedback, profile) = if outcome.is_correct() {
         (
@@ -224,6 +228,7 @@ mod tests {
             "baseline": {"median_ms": 2.0},
             "compile": {"status": "ok", "cost": {"flops": 1.0e11, "bytes_accessed": 1.0e9}, "memory": {"temp_size_in_bytes": 2097152}},
             "interpret": false,
+            "trust": "artifact",
         });
         let ev = evaluation(&e, by_id("tpu-v6e").unwrap());
         assert_eq!(ev.outcome, Outcome::CorrectFaster);
@@ -236,6 +241,21 @@ mod tests {
         match ev.feedback {
             Feedback::Correct { speedup, .. } => assert_eq!(speedup, Some(2.0)),
             f => panic!("{f:?}"),
+        }
+    }
+
+    /// A result whose numbers came from the candidate's own process (or that states no
+    /// trust) gives no speedup and no latency, even if it carries them.
+    #[test]
+    fn a_sandboxed_timing_is_no_speedup() {
+        for trust in [json!("sandboxed"), json!("unsandboxed"), Value::Null] {
+            let e = json!({
+                "status": "correct", "speedup_vs_xla": 7.3, "trust": trust,
+                "kernel": {"median_ms": 0.001}, "baseline": {"median_ms": 2.0},
+            });
+            let ev = evaluation(&e, by_id("cpu").unwrap());
+            assert_eq!(ev.outcome, Outcome::CorrectUnmeasured, "{trust}");
+            assert_eq!((ev.speedup, ev.kernel_ms), (None, None));
         }
     }
 

@@ -367,7 +367,7 @@ fn iterative(
 /// Beam ranking: correct kernels by speedup, then wrong output, runtime error, compile error.
 fn score(s: &Sample) -> Option<(u8, f64)> {
     let tier = match s.outcome {
-        Outcome::CorrectFaster | Outcome::CorrectSlower => 4,
+        Outcome::CorrectFaster | Outcome::CorrectSlower | Outcome::CorrectUnmeasured => 4,
         Outcome::Incorrect => 3,
         Outcome::RuntimeError => 2,
         Outcome::CompileError => 1,
@@ -523,7 +523,7 @@ mod tests {
                         Some("wrong") => ("incorrect", None),
                         _ => ("compile_error", None),
                     };
-                    let outcome = Outcome::of_eval(status, speedup);
+                    let outcome = Outcome::of_eval(status, speedup, Some("artifact"));
                     Evaluation {
                         outcome,
                         status: status.into(),

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::accounting::{BenchmarkSummary, MethodSummary, Outcome};
 
-const SHORT: [(&str, &str); 8] = [
+const SHORT: [(&str, &str); 9] = [
     ("api_error", "api_err"),
     ("no_code", "no_code"),
     ("compile_error", "compile"),
@@ -14,6 +14,7 @@ const SHORT: [(&str, &str); 8] = [
     ("eval_error", "eval_err"),
     ("correct_slower", "slower"),
     ("correct_faster", "faster"),
+    ("correct_unmeasured", "untimed"),
 ];
 
 fn speedup(s: Option<f64>) -> String {
@@ -71,6 +72,13 @@ pub fn render(title: &str, benches: &[BenchmarkSummary], m: &MethodSummary) -> S
         "geomean speedup (floor 1x) {:.3}x   mean {:.3}x   correct {}/{}   faster than XLA {}/{}",
         m.geomean_speedup, m.mean_speedup, m.correct, m.benchmarks, m.faster, m.benchmarks
     );
+    let unmeasured = m.outcomes.get("correct_unmeasured").copied().unwrap_or(0);
+    if unmeasured > 0 {
+        let _ = writeln!(
+            s,
+            "untimed: {unmeasured} correct sample(s) could only be timed in their own process (trust sandboxed/unsandboxed): no speedup counts for them"
+        );
+    }
     if !m.fast1.is_empty() {
         let pts: Vec<String> = curve_points(m.fast1.len())
             .into_iter()
@@ -102,6 +110,17 @@ mod tests {
             "geomean speedup (floor 1x) 1.225x   mean 1.250x   correct 2/2   faster than XLA 1/2"
         ));
         assert!(t.contains("fast1: @1 0%  @2 50%"));
+        assert!(!t.contains("untimed:"));
+        let b = vec![BenchmarkSummary::new(
+            "12p_RMSNorm",
+            &[(CorrectUnmeasured, Some(7.3))],
+        )];
+        let t = render("best-of-n", &b, &summarize(&b));
+        assert!(t.contains("untimed: 1 correct sample(s)"), "{t}");
+        assert!(
+            t.contains("faster than XLA 0/1") && !t.contains("7.300x"),
+            "{t}"
+        );
     }
 
     #[test]

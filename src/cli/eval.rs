@@ -126,6 +126,9 @@ fn print_text(out: &EvalResult) {
         Some([lo, hi]) => format!("  (95% CI {lo:.3}-{hi:.3})"),
         None => String::new(),
     };
+    if let Some(why) = &out.unmeasured {
+        println!("  speedup           none: {why}");
+    }
     if let Some(s) = out.speedup_vs_xla {
         println!("  speedup vs XLA    {s:.3}x{}", ci(&out.speedup_ci));
     }

@@ -12,7 +12,7 @@ use super::status::overall_status;
 use crate::cache::db::Db;
 use crate::device::roofline;
 use crate::engine::StepReport;
-use crate::outcome::{trust, StepStatus, Trust};
+use crate::outcome::{trust, StepStatus};
 use crate::report::paired;
 
 /// What the result is assembled from: the build and where the candidate's steps are in it.
@@ -72,34 +72,10 @@ fn timing(r: Option<&StepReport>) -> Option<Timing> {
     })
 }
 
-/// How far the candidate's numbers can be trusted: the weakest `trust` of its steps (the
-/// sandboxed export step only weakens it when it ran unsandboxed).
+/// How far the candidate's numbers can be trusted: [`trust::derive`] on its steps' results.
 fn trust_of(export: Option<&StepReport>, judged: &[Option<&StepReport>]) -> Option<String> {
-    let t = |r: &StepReport| {
-        r.result
-            .get("trust")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let export_trust = export.and_then(t).map(|e| {
-        if e == Trust::Unsandboxed.as_str() {
-            e
-        } else {
-            Trust::Artifact.as_str().to_string()
-        }
-    });
-    let all: Vec<String> = judged
-        .iter()
-        .flatten()
-        .filter_map(|r| t(r))
-        .chain(export_trust)
-        .collect();
-    match trust::weakest(all.iter().map(String::as_str)) {
-        // Nothing was judged (the export stage failed): its own trust is all there is.
-        Some(_) if judged.iter().flatten().all(|r| t(r).is_none()) => export.and_then(t),
-        Some(t) => Some(t.as_str().to_string()),
-        None => None,
-    }
+    let judged: Vec<Option<&Value>> = judged.iter().map(|r| r.map(|r| &r.result)).collect();
+    trust::derive(export.map(|e| &e.result), &judged)
 }
 
 /// How the candidate's paired measurement went: rounds, what stopped it, the programs' medians.
@@ -349,10 +325,18 @@ impl Assembly<'_> {
         let (status, mut reasons) = status_and_reasons(export, compile, verify, profile);
         reasons.iter_mut().for_each(|r| unsandboxed(r, self.kernel));
         let correct = status == StepStatus::Correct;
+        let trust = trust_of(export, &[compile, verify, profile]);
+        // A timing from a process that imported the candidate is never a speedup (nor a time).
+        let unmeasured = if correct {
+            trust::unmeasured_reason(trust.as_deref())
+        } else {
+            None
+        };
+        let timed = correct && unmeasured.is_none();
         let baseline = timing(find(steps, &format!("baseline/profile[workload={wl}]")));
-        let kernel = if correct { timing(profile) } else { None };
+        let kernel = if timed { timing(profile) } else { None };
         let handtuned = timing(find(steps, &id("handtuned_profile")));
-        let (paired_xla, paired_ht) = if correct {
+        let (paired_xla, paired_ht) = if timed {
             (
                 paired_speedup(profile, self.db, "xla"),
                 paired_speedup(profile, self.db, "handtuned"),
@@ -403,7 +387,8 @@ impl Assembly<'_> {
             speed_of_light: sol,
             has_pallas_call: compile_field("has_pallas_call"),
             interpret: compile_field("interpret"),
-            trust: trust_of(export, &[compile, verify, profile]),
+            trust,
+            unmeasured,
             export: unsandboxed_detail(
                 detail(
                     export,
@@ -587,6 +572,7 @@ mod tests {
                 "has_pallas_call",
                 "interpret",
                 "trust",
+                "unmeasured",
                 "export",
                 "compile",
                 "verify",
@@ -636,6 +622,76 @@ mod tests {
             json!({"status": "ok", "cached": false, "compile_ms": 3.0})
         );
         assert_eq!(v["kernel_path"], "/k.py");
+    }
+
+    /// A correct candidate timed in its own (sandboxed) process: a forged 7x stays out of the
+    /// result, which says why it has no speedup; its correctness stands.
+    #[test]
+    fn a_timing_from_the_candidates_process_is_no_speedup() {
+        let wl = "[workload=12p_RMSNorm]";
+        let sandboxed = |extra: Value| {
+            let mut v = json!({"trust": "sandboxed"});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        let steps = vec![
+            report(
+                &format!("jb-eval/export{wl}"),
+                "rejected",
+                json!({"trust": "sandboxed"}),
+            ),
+            report(
+                &format!("jb-eval/compile{wl}"),
+                "ok",
+                sandboxed(json!({"has_pallas_call": true})),
+            ),
+            report(
+                &format!("jb-eval/verify{wl}"),
+                "correct",
+                sandboxed(json!({"trials": [{"ok": true}]})),
+            ),
+            report(
+                &format!("jb-eval/profile{wl}"),
+                "ok",
+                sandboxed(json!({"median_ms": 0.001, "samples_ms": [0.001],
+                       "speedup_vs_xla": {"point": 7.3, "ci_low": 7.2, "ci_high": 7.4}})),
+            ),
+            report(
+                &format!("baseline/profile{wl}"),
+                "ok",
+                json!({"median_ms": 2.0, "samples_ms": [2.0]}),
+            ),
+        ];
+        // The export "failed" only as far as it could not export (a rejected export decides
+        // the status): use an ok export to keep the candidate correct.
+        let mut steps = steps;
+        steps[0].status = "ok".into();
+        let v = assembled(&steps);
+        assert_eq!(v["status"], "correct", "{v:#}");
+        assert_eq!(v["trust"], "sandboxed");
+        for k in [
+            "speedup_vs_xla",
+            "speedup_ci",
+            "speedup_vs_handtuned",
+            "kernel",
+            "measurement",
+        ] {
+            assert_eq!(v[k], Value::Null, "{k}: {v:#}");
+        }
+        assert_eq!(v["speedup_unpaired"]["vs_xla"], Value::Null);
+        assert!(v["unmeasured"]
+            .as_str()
+            .unwrap()
+            .contains("trust sandboxed"));
+        // The same steps judged on the artifact do get their speedup.
+        for s in steps.iter_mut().take(4).skip(1) {
+            s.result["trust"] = json!("artifact");
+        }
+        let v = assembled(&steps);
+        assert_eq!(v["speedup_vs_xla"], 7.3);
+        assert_eq!(v["unmeasured"], Value::Null);
     }
 
     /// A syntax error or a missing module fails the export step: its error (the traceback's

@@ -37,6 +37,9 @@ pub struct EvalResult {
     pub has_pallas_call: Option<Value>,
     pub interpret: Option<Value>,
     pub trust: Option<String>,
+    /// Why a correct candidate has no timing and no speedup (its numbers came from a process
+    /// that imported it: see [`crate::outcome::trust::unmeasured_reason`]); null otherwise.
+    pub unmeasured: Option<String>,
     pub export: Option<StageDetail>,
     pub compile: Option<StageDetail>,
     pub verify: Option<StageDetail>,

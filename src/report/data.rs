@@ -419,7 +419,9 @@ pub fn build(input: &ReportInput) -> Report {
         .filter_map(|r| Some((r.workload.as_str(), r.xla.as_ref()?.ok_ms()?)))
         .collect();
     let sample_speedup = |w: &str, s: &MethodSample| -> Option<Speedup> {
-        if s.outcome != Outcome::Correct {
+        if s.outcome != Outcome::Correct
+            || !crate::outcome::trust::speedup_allowed(s.trust.as_deref())
+        {
             return None;
         }
         if let Some(p) = s.paired_xla {
@@ -459,6 +461,19 @@ pub fn build(input: &ReportInput) -> Report {
                 Some("sandboxed") => note(super::tables::SANDBOXED_NOTE),
                 Some("unsandboxed") => note(super::tables::UNSANDBOXED_NOTE),
                 _ => {}
+            }
+        }
+        // A correct candidate left without a time: say why (one trust rule, as `jb eval`).
+        for c in row
+            .candidates
+            .iter()
+            .filter(|c| c.outcome == Outcome::Correct)
+        {
+            if let Some(why) = crate::outcome::trust::unmeasured_reason(c.trust.as_deref()) {
+                let n = format!("correct candidates without a speedup: {why}");
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
             }
         }
     }

@@ -70,6 +70,9 @@ pub struct MethodSample {
     /// The weakest `trust` of its compile, verify and profile records (`artifact`: the judge
     /// ran the exported program; `sandboxed`/`unsandboxed`: the candidate's own process did).
     pub trust: Option<String>,
+    /// Why a correct sample has no time and no speedup (it was timed where its own code ran:
+    /// [`crate::outcome::trust::unmeasured_reason`]).
+    pub unmeasured: Option<String>,
 }
 
 /// Everything one method produced, by benchmark (workload folder name).
@@ -109,18 +112,11 @@ pub fn candidate_sample(
     let compile = records.find(pipeline, "compile", workload, extra);
     let verify = records.find(pipeline, "verify", workload, extra);
     let profile = records.find(pipeline, "profile", workload, extra);
-    let trust = crate::outcome::trust::weakest(
-        [compile, verify, profile]
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r.result.get("trust").and_then(serde_json::Value::as_str)),
-    )
-    .or_else(|| {
-        export
-            .and_then(|e| e.result.get("trust").and_then(serde_json::Value::as_str))
-            .and_then(crate::outcome::Trust::parse)
-    })
-    .map(|t| t.as_str().to_string());
+    let judged: Vec<Option<&serde_json::Value>> = [compile, verify, profile]
+        .iter()
+        .map(|r| r.map(|r| &r.result))
+        .collect();
+    let trust = crate::outcome::trust::derive(export.map(|e| &e.result), &judged);
     // An export that failed (rejected, compile_error) decides: nothing after it was judged.
     if let Some(e) = export.filter(|e| !matches!(e.status.as_str(), "ok" | "not_exportable")) {
         return Some(MethodSample {
@@ -136,6 +132,7 @@ pub fn candidate_sample(
             key: Some(e.key.clone()),
             interpret: false,
             trust,
+            unmeasured: None,
         });
     }
     let first = compile.or(verify).or(profile)?;
@@ -152,6 +149,7 @@ pub fn candidate_sample(
         key: Some(first.key.clone()),
         interpret: compile.is_some_and(|c| c.interpret()),
         trust,
+        unmeasured: None,
     };
     let failed = [compile, verify]
         .into_iter()
@@ -166,6 +164,17 @@ pub fn candidate_sample(
         sample.step = Some(v.step_id.clone());
         sample.key = Some(v.key.clone());
         match profile {
+            Some(p)
+                if p.status == "ok"
+                    && !crate::outcome::trust::speedup_allowed(sample.trust.as_deref()) =>
+            {
+                // Timed where its own code ran: correct, but no time and no speedup count.
+                sample.unmeasured =
+                    crate::outcome::trust::unmeasured_reason(sample.trust.as_deref());
+                sample.step = Some(p.step_id.clone());
+                sample.key = Some(p.key.clone());
+                sample.interpret |= p.interpret();
+            }
             Some(p) if p.status == "ok" => {
                 sample.median_ms = p.f64("median_ms");
                 sample.paired_xla = p.result.get("speedup_vs_xla").and_then(Speedup::from_json);

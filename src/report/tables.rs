@@ -84,8 +84,8 @@ pub const DASH: &str = "–";
 /// Markers of numbers that did not come from judging an exported program.
 pub const SANDBOXED_MARK: &str = " §";
 pub const UNSANDBOXED_MARK: &str = " ‼";
-pub const SANDBOXED_NOTE: &str = "§ judged in the candidate's own (sandboxed) process: it could not be exported; its verdict was rechecked from its outputs, its time was measured in its process";
-pub const UNSANDBOXED_NOTE: &str = "‼ the candidate ran without the sandbox (`--no-sandbox`): its numbers are not protected against tampering";
+pub const SANDBOXED_NOTE: &str = "§ judged in the candidate's own (sandboxed) process: it could not be exported; its verdict was rechecked from its outputs, but a time measured where its code ran is not counted: no time and no speedup";
+pub const UNSANDBOXED_NOTE: &str = "‼ the candidate ran without the sandbox (`--no-sandbox`): its numbers are not protected against tampering, so no time and no speedup is counted";
 
 /// The marker of a number's trust level (empty for `artifact`, `trusted` and unknown).
 pub fn trust_mark(trust: Option<&str>) -> &'static str {
