@@ -18,7 +18,7 @@ gentle inputs fail:
   constant (ones -> uniform [0.5, 2), positive so variances stay valid; zeros -> N(0, 0.5)), so a
   kernel that ignores a GroupNorm weight or a BatchNorm mean fails;
 * a workload may declare ``TRIALS = [names]`` (operator classes such as ``"sharp"``,
-  ``"long_range"``, ``"random_pages"``, ``"ragged_groups"``, ``"large_logits"``) and a hook
+  ``"long_range"``, ``"random_pages"``, ``"ragged_groups"``, ``"large_logits"``, ``"confident"``) and a hook
   ``make_trial(name, rng, inputs) -> tuple | None`` that is called for EVERY trial (generic ones
   included) after the generic redraw: it redraws the leaves that carry meaning (integer labels,
   page tables, lengths, group sizes, masks) validly and applies its own classes. ``None`` means
@@ -35,7 +35,9 @@ DISTRIBUTIONS = ("normal", "uniform", "signed", "small", "large", "sparse")
 
 # Operator classes a workload may list in TRIALS (documentation and validation).
 # (A bf16 accumulator is exposed by a long-reduction shape variant, not a trial: trials keep shapes.)
-CLASSES = ("sharp", "long_range", "random_pages", "ragged_groups", "affine", "large_logits")
+# "confident": a classifier's inputs that know their labels (the label's logit well above the rest,
+# as in a trained model): with random labels a loss averaged over tokens hardly depends on them.
+CLASSES = ("sharp", "long_range", "random_pages", "ragged_groups", "affine", "large_logits", "confident")
 
 
 def _standard_sample(rng: np.random.Generator, dist: str, shape) -> np.ndarray:

@@ -10,6 +10,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 CONFIG = {
     "name": "llama3_8b_cross_entropy",
@@ -91,13 +92,21 @@ def variants(config):
     return [{"batch_tokens": _halve(c["batch_tokens"]), "vocab_size": _halve(c["vocab_size"])}]
 
 
-TRIALS = ["large_logits"]
+TRIALS = ["large_logits", "confident"]
+
+# The "confident" trial's margin: the label's logit is raised by this much above its draw (a
+# trained model's logits know the labels). With random labels the mean loss hardly depends on them
+# (a kernel that ignores the labels or misplaces the label mask is off by 0.01-0.1 on ~7-10, inside
+# the noise bound of a bf16 loss); here such a kernel is off by about the margin.
+CONFIDENT_MARGIN = 6.0
 
 
 def make_trial(name, rng, inputs):
     """jb trial hook (see jb.inputs), every trial: fresh random labels. large_logits: hidden
     rescaled so the logits have a std of ~40 (row maxima ~100-150: exp overflows float32 without
-    the max subtraction)."""
+    the max subtraction). confident: hidden moved along each token's label column of the weight so
+    that the label's logit rises by CONFIDENT_MARGIN (the loss falls to ~1-6, not to ~0: a
+    loss near zero would be all bf16 noise)."""
     from jb import inputs as jbi
 
     hidden, weight, labels = inputs
@@ -105,4 +114,9 @@ def make_trial(name, rng, inputs):
     if name == "large_logits":
         est = jbi.rms(hidden) * jbi.rms(weight) * hidden.shape[1] ** 0.5
         hidden = jbi.like(hidden, jbi.host(hidden) * (40.0 / est))
+    if name == "confident":
+        lab = jbi.host(labels).astype(np.int64)
+        cols = jbi.host(weight)[:, lab].T  # (tokens, hidden): each token's label column
+        step = CONFIDENT_MARGIN * cols / np.maximum(np.sum(cols * cols, axis=1, keepdims=True), 1e-12)
+        hidden = jbi.like(hidden, jbi.host(hidden) + step)
     return hidden, weight, labels
