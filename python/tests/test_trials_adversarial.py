@@ -45,6 +45,9 @@ WRONG = {
     "wrong_groupnorm_no_affine": ({"affine", "normal"}, False),
     "wrong_drop_bias": ({"affine"}, False),
     "wrong_gemm_bf16_acc": (set(), True),
+    # issue 22.2: what would get past "specialized variants are not judged" (test_verify_variants.py)
+    "wrong_variant_dtype_dodge": (set(), True),
+    "wrong_variant_half_shape": (set(), True),
     "wrong_fingerprint": ({"normal"}, False),
     "wrong_drop_last_feature": (set(), False),
 }

@@ -28,6 +28,12 @@ Held-out shapes, on by default for candidates: the workload's own variants (``Wo
 Each adds one trial (the first trial's class, its own derived seed) on a workload re-loaded with
 that override, so a kernel that hard-codes the scale's shapes fails; its reference and noise are
 also computed before the implementation is imported. Variant trials carry a ``variant`` field.
+A variant the candidate does not serve - it does not compile there, or compiles to outputs of
+other shapes (same structure and dtypes) - is ``specialized`` (recorded with the reason, ``ok``,
+not judged: a kernel tuned to the benchmark's shape is legitimate and is judged at that shape); one
+where it compiles and fails at run time, or returns another dtype/structure, or the right shapes
+with wrong values, makes it ``incorrect``. ``result.variants`` = {status: judged | specialized |
+none, ran: [overrides judged], specialized: [{variant, reason}]}.
 
 Status precedence: rejected > compile_error > runtime_error > incorrect > correct
 (unsupported/invalid for baselines that cannot run).
@@ -156,6 +162,34 @@ def _same(a, b, exact: bool, again_ok: bool) -> tuple[bool, float]:
     if exact:
         return worst == 0.0, worst
     return again_ok, worst
+
+
+def _first_line(text: str | None) -> str:
+    lines = [ln for ln in str(text or "").strip().splitlines() if ln.strip()]
+    return lines[-1].strip()[:300] if lines else ""
+
+
+def _specialized(record: dict, reason: str) -> None:
+    """A held-out variant the candidate does not serve: recorded, not judged (ok)."""
+    record.update(ok=True, specialized=True, specialized_reason=reason, reason=None)
+
+
+def _shape_mismatch(reference, out) -> str | None:
+    """How the output's shapes differ from the reference's (same structure and dtypes required:
+    a different dtype or structure at a variant is a wrong program, judged as such), else None."""
+    try:
+        refs, outs = jax.tree_util.tree_leaves(reference), jax.tree_util.tree_leaves(out)
+    except Exception:  # noqa: BLE001
+        return None
+    if jax.tree_util.tree_structure(reference) != jax.tree_util.tree_structure(out):
+        return None
+    for i, (r, c) in enumerate(zip(refs, outs)):
+        if getattr(c, "dtype", None) != np.asarray(r).dtype:
+            return None
+    for i, (r, c) in enumerate(zip(refs, outs)):
+        if tuple(np.shape(c)) != tuple(np.shape(r)):
+            return f"output {i} is {tuple(np.shape(c))}, the reference's {tuple(np.shape(r))}"
+    return None
 
 
 def _finite(x: float | None) -> float | None:
@@ -327,16 +361,37 @@ def run(args: dict) -> dict:
             try:
                 vbuilt = common.build(impl.fn, v["wl"], v["base"], req)
             except common.CandidateFailure as exc:
-                record["reason"] = f"variant does not compile ({exc.error_class}): {exc.message}"
+                if exc.status != "compile_error":
+                    record["reason"] = f"variant fails while building ({exc.error_class}): {exc.message}"
+                    continue
+                # Specialized to the benchmark's shape (block sizes that only divide it, a fixed
+                # signature): legitimate, recorded, not judged. Judged at its own shape only.
+                _specialized(record, f"does not compile at this shape ({exc.error_class}): {_first_line(exc.message)}")
                 continue
             try:
                 out = common.run(vbuilt, v["inputs"])
             except common.CandidateFailure as exc:
+                # It compiled at this shape and then failed: broken there, not specialized.
                 record["reason"] = f"variant fails at run time: {exc.message}"
+                continue
+            shape = _shape_mismatch(v["ref"]["ref"], out)
+            if shape is not None:
+                _specialized(record, f"compiles but serves another shape ({shape})")
                 continue
             if dump_dir is not None:
                 jb_outputs.save(dump_dir, jb_outputs.name_of(0, vi), to_host_leaves(out))
             _record_cmp(record, judge(v["ref"]["ref"], v["ref"]["hi"], v["ref"]["emu"], out, rule))
+            record["specialized"] = False
+
+    vrecords = [t for t in result["trials"] if "variant" in t]
+    result["variants"] = {
+        "status": ("none" if not vrecords else "specialized" if any(t.get("specialized") for t in vrecords) else "judged"),
+        "ran": [t["variant"] for t in vrecords if t.get("specialized") is False],
+        "specialized": [{"variant": t["variant"], "reason": t["specialized_reason"]} for t in vrecords if t.get("specialized")],
+    }
+    if result["variants"]["specialized"]:
+        result["notes"].append("variants: specialized - " + "; ".join(
+            f"{s['variant']}: {s['reason']}" for s in result["variants"]["specialized"]))
 
     if failure is not None:
         return finish(failure.status, error_class=failure.error_class, error=failure.message)
