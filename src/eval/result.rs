@@ -79,6 +79,8 @@ pub struct Correctness {
     pub max_abs_err: Option<Value>,
     pub max_rel_err: Option<Value>,
     pub per_trial: Option<Value>,
+    /// Held-out shape variants: {status: judged | specialized | none, ran, specialized: [{variant, reason}]}.
+    pub variants: Option<Value>,
 }
 
 /// A profile step's timing: its numbers when it succeeded, else why not.
