@@ -1,6 +1,7 @@
 """Comparison of a candidate's outputs with the reference.
 
-Two rules. ``judge`` (what verify uses): structure, shape, dtype and finiteness against the
+Two rules. ``judge`` (what verify, recheck and - on the device, ``DeviceCheck`` - the profile
+step's timed-output check use, on the same per-leaf ``bounds``): structure, shape, dtype and finiteness against the
 reference, then values against the float32 evaluation of the reference within a multiple of the
 reference's own rounding noise (jb.tolerance). ``compare``: the flat rule, symmetric in float32 -
 numpy's allclose is asymmetric (the tolerance scales with its second argument only); jb uses
@@ -59,35 +60,63 @@ def _is_float(a: np.ndarray) -> bool:
     return np.issubdtype(a.dtype, np.floating) or a.dtype.name == "bfloat16"
 
 
-def judge(reference, hi, emu, candidate, rule) -> Comparison:
-    """The noise rule (jb.tolerance): ``reference`` is the reference's own output, ``hi`` its
-    float32 evaluation and ``emu`` its bf16 end-to-end evaluation (None when unavailable) on the
-    same inputs. Falls back to the flat rule where ``hi`` is None, for non-float outputs and when
-    ``rule.kind`` is ``flat``."""
+@dataclasses.dataclass
+class FlatLeaf:
+    """One output judged by the flat rule (integer outputs, no float32 evaluation)."""
+
+    ref: np.ndarray
+    atol: float
+    rtol: float
+
+
+def bounds(reference, hi, emu, rule) -> list | None:
+    """The allowed error of every output leaf of ``reference`` (a ``tolerance.LeafBound`` or a
+    ``FlatLeaf`` per leaf), the one definition ``judge`` and the device check of timed outputs
+    (``device_checker``) both apply. None where the whole output falls back to the flat rule."""
     from jb import tolerance
 
     if rule.kind == "flat" or hi is None:
+        return None
+    refs = to_host_leaves(reference)
+    his = to_host_leaves(hi)
+    emus = to_host_leaves(emu) if emu is not None else [None] * len(refs)
+    if len(his) != len(refs) or len(emus) != len(refs):
+        return None
+    out = []
+    for r, h, e in zip(refs, his, emus):
+        if r.size == 0 or not _is_float(r) or h.size != r.size:
+            out.append(FlatLeaf(r, rule.atol, rule.rtol))
+        else:
+            out.append(tolerance.leaf_bound(r, h, e if e is not None and e.size == r.size else None, rule))
+    return out
+
+
+def judge(reference, hi, emu, candidate, rule, leaf_bounds: list | None = None) -> Comparison:
+    """The noise rule (jb.tolerance): ``reference`` is the reference's own output, ``hi`` its
+    float32 evaluation and ``emu`` its bf16 end-to-end evaluation (None when unavailable) on the
+    same inputs. Falls back to the flat rule where ``hi`` is None, for non-float outputs and when
+    ``rule.kind`` is ``flat``. ``leaf_bounds``: ``bounds(reference, hi, emu, rule)`` if already
+    computed."""
+    from jb import tolerance
+
+    leaf_bounds = leaf_bounds if leaf_bounds is not None else bounds(reference, hi, emu, rule)
+    if leaf_bounds is None:
         return compare(reference, candidate, rule.atol, rule.rtol)
     failed, refs, cands = _structure(reference, candidate)
     if failed is not None:
         return failed
-    his = to_host_leaves(hi)
-    emus = to_host_leaves(emu) if emu is not None else [None] * len(refs)
-    if len(his) != len(refs) or len(emus) != len(refs):
-        return compare(reference, candidate, rule.atol, rule.rtol)
     out = Comparison(True, 0.0, 0.0, None, 0.0, 0.0, "noise")
-    for i, (r, h, e, c) in enumerate(zip(refs, his, emus, cands)):
+    for i, (r, b, c) in enumerate(zip(refs, leaf_bounds, cands)):
         if r.size == 0:
             continue
-        if not _is_float(r) or h.size != r.size:
-            flat = compare(r, c, rule.atol, rule.rtol)
+        if isinstance(b, FlatLeaf):
+            flat = compare(r, c, b.atol, b.rtol)
             out.max_abs_err = max(out.max_abs_err, flat.max_abs_err)
             out.max_rel_err = max(out.max_rel_err, flat.max_rel_err)
             if not flat.ok:
                 out.ok, out.reason = False, f"output {i}: {flat.reason}"
                 return out
             continue
-        b = tolerance.leaf_bound(r, h, e if e is not None and e.size == r.size else None, rule)
         v = tolerance.judge_leaf(b, c)
         # Reported errors are against the reference's own output, as the flat rule reports them.
         abs_err, rel_err = _errors(r, c)
@@ -98,6 +127,78 @@ def judge(reference, hi, emu, candidate, rule) -> Comparison:
         if not v.ok and out.ok:
             out.ok, out.reason = False, f"output {i}: {v.reason}"
     return out
+
+
+class DeviceCheck:
+    """``judge`` on the device, for outputs that must not leave it (the timed iterations of
+    ``profile``): the same per-leaf bounds (``bounds``), compiled once per input set before the
+    implementation is imported. ``dispatch(outputs)`` returns a device result; ``verdict(result)``
+    turns it into a ``Comparison`` with ``judge``'s thresholds (per element within the bound,
+    non-finite where the reference is finite counts, RMS within the aggregate bound; the flat rule
+    for flat leaves)."""
+
+    def __init__(self, reference, hi, emu, rule):
+        import jax
+        import jax.numpy as jnp
+
+        self.rule = rule
+        self.leaf_bounds = bounds(reference, hi, emu, rule)
+        refs = to_host_leaves(reference)
+        if self.leaf_bounds is None:
+            self.leaf_bounds = [FlatLeaf(r, rule.atol, rule.rtol) for r in refs]
+        self.kind = "noise" if any(not isinstance(b, FlatLeaf) for b in self.leaf_bounds) else "flat"
+        consts = []
+        for r, b in zip(refs, self.leaf_bounds):
+            ref_finite = np.isfinite(r.astype(np.float32))
+            if isinstance(b, FlatLeaf):
+                consts.append((jnp.asarray(r.astype(np.float32)), jnp.asarray(ref_finite)))
+            else:
+                consts.append((jnp.asarray(b.hi), jnp.asarray(b.bound.astype(np.float32)), jnp.asarray(b.finite),
+                               jnp.asarray(ref_finite), jnp.float32(b.rms_bound), jnp.float32(max(int(b.finite.sum()), 1))))
+        self._consts = consts
+        flat_params = [(b.atol, b.rtol) if isinstance(b, FlatLeaf) else None for b in self.leaf_bounds]
+
+        def check(consts, outs):
+            bad, ratio, rms_ratio = [], [], []
+            for params, k, c in zip(flat_params, consts, outs):
+                c32 = c.astype(jnp.float32)
+                if params is not None:
+                    r32, ref_finite = k
+                    diff = jnp.where(ref_finite, jnp.abs(r32 - c32), 0.0)
+                    scale = jnp.maximum(jnp.abs(r32), jnp.abs(c32))
+                    wrong = (ref_finite & ~jnp.isfinite(c32)) | (diff > params[0] + params[1] * scale)
+                    bad.append(jnp.sum(wrong, dtype=jnp.int32))
+                    ratio.append(jnp.max(jnp.where(jnp.isfinite(diff), diff, 0.0), initial=0.0))
+                    rms_ratio.append(jnp.zeros((), jnp.float32))
+                    continue
+                h, bound, finite, ref_finite, rms_bound, n = k
+                err = jnp.where(finite, jnp.abs(c32 - h), 0.0)
+                wrong = (ref_finite & ~jnp.isfinite(c32)) | (err > bound)
+                bad.append(jnp.sum(wrong, dtype=jnp.int32))
+                ratio.append(jnp.max(jnp.where(bound > 0, err / jnp.where(bound > 0, bound, 1.0), jnp.where(err > 0, jnp.inf, 0.0)), initial=0.0))
+                rms = jnp.sqrt(jnp.sum(jnp.where(finite, err * err, 0.0)) / n)
+                rms_ratio.append(jnp.where(rms_bound > 0, rms / jnp.where(rms_bound > 0, rms_bound, 1.0), jnp.where(rms > 0, jnp.inf, 0.0)))
+            return jnp.stack(bad), jnp.stack(ratio), jnp.stack(rms_ratio)
+
+        self._fn = jax.jit(check).lower(consts, [jnp.asarray(r) for r in refs]).compile()
+
+    def dispatch(self, leaves):
+        return self._fn(self._consts, list(leaves))
+
+    def verdict(self, result) -> Comparison:
+        bad, ratio, rms_ratio = (np.asarray(x) for x in result)
+        for i, b in enumerate(self.leaf_bounds):
+            if int(bad[i]):
+                what = (f"outside atol={b.atol}, rtol={b.rtol} (max abs err {float(ratio[i]):.4g})" if isinstance(b, FlatLeaf)
+                        else f"beyond the noise bound (worst {float(ratio[i]):.3g}x its bound)")
+                return Comparison(False, float("nan"), float("nan"), f"output {i}: {int(bad[i])} elements {what}", rule=self.kind)
+            if not isinstance(b, FlatLeaf) and float(rms_ratio[i]) > 1.0:
+                return Comparison(False, float("nan"), float("nan"),
+                                  f"output {i}: RMS error {float(rms_ratio[i]):.3g}x the aggregate bound", rule=self.kind)
+        noise = [i for i, b in enumerate(self.leaf_bounds) if not isinstance(b, FlatLeaf)]
+        return Comparison(True, float("nan"), float("nan"), None,
+                          float(max((ratio[i] for i in noise), default=0.0)) if noise else None,
+                          float(max((rms_ratio[i] for i in noise), default=0.0)) if noise else None, self.kind)
 
 
 def _errors(r: np.ndarray, c: np.ndarray) -> tuple[float, float]:

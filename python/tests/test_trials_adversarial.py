@@ -41,10 +41,15 @@ WRONG = {
     "wrong_ce_mask_offset": ({"confident"}, False),
     "wrong_ce_ignore_labels": ({"confident"}, False),
     "wrong_variant_refusal": (set(), True),
+    "wrong_variant_dtype_dodge": (set(), True),
+    "wrong_variant_half_shape": (set(), True),
     "wrong_gmm_ignore_groups": ({"ragged_groups", "normal"}, False),
     "wrong_groupnorm_no_affine": ({"affine", "normal"}, False),
     "wrong_drop_bias": ({"affine"}, False),
     "wrong_gemm_bf16_acc": (set(), True),
+    # issue 22.2: what would get past "specialized variants are not judged" (test_verify_variants.py)
+    "wrong_variant_dtype_dodge": (set(), True),
+    "wrong_variant_half_shape": (set(), True),
     "wrong_fingerprint": ({"normal"}, False),
     "wrong_drop_last_feature": (set(), False),
 }

@@ -109,6 +109,20 @@ fn print_text(out: &EvalResult) {
             shown(&out.correctness.max_rel_err)
         );
     }
+    if let Some(v) = out
+        .correctness
+        .variants
+        .as_ref()
+        .filter(|v| v["status"] == "specialized" || v["status"] == "partly_specialized")
+    {
+        for s in v["specialized"].as_array().into_iter().flatten() {
+            println!(
+                "  variants: specialized at {}: {}",
+                s["override"],
+                s["reason"].as_str().unwrap_or("-")
+            );
+        }
+    }
     let ms = |v: &Option<Timing>| {
         v.as_ref()
             .and_then(Timing::median_ms)

@@ -366,6 +366,7 @@ impl Assembly<'_> {
                 max_abs_err: verify_field("max_abs_err"),
                 max_rel_err: verify_field("max_rel_err"),
                 per_trial: verify_field("trials"),
+                variants: verify_field("variants"),
             },
             measurement: measurement(profile, &paired_xla, &paired_ht),
             baseline,

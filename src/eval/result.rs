@@ -84,6 +84,9 @@ pub struct Correctness {
     pub max_abs_err: Option<Value>,
     pub max_rel_err: Option<Value>,
     pub per_trial: Option<Value>,
+    /// Held-out shape variants (jb.variants.summary): {status: judged | specialized |
+    /// partly_specialized | none, judged: [{override, ok}], specialized: [{override, reason}]}.
+    pub variants: Option<Value>,
 }
 
 /// A profile step's timing: its numbers when it succeeded, else why not.

@@ -10,6 +10,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 CONFIG = {
     "name": "llama3_8b_cross_entropy",

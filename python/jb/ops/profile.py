@@ -49,7 +49,8 @@ Input sets: ``input_sets`` (default 3) sets drawn from seeds the judge takes fro
 (``secrets``) unless ``seed`` is given (then ``seed + i``); the seeds are recorded (``seeds``).
 The timed output is checked: every timed iteration's output of every program other than the XLA
 reference is compared on the device, by a comparison program compiled before the implementation
-is imported, with the reference's output for the same input set under the workload's tolerance.
+is imported, with the judgement verify makes (jb.compare.DeviceCheck: the same noise bound of
+jb.tolerance, measured on that input set; never a stricter flat tolerance).
 A program that is wrong while timed is ``rejected`` (``timed_output``), as is a candidate with
 host callbacks (its timed work could happen on the host, out of the trace's sight).
 
@@ -77,15 +78,16 @@ import tempfile
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jb import guard, trust
 from jb import inputs as jbinputs
 from jb import stats as jbstats
 from jb import trace as jbtrace
+from jb.compare import DeviceCheck
 from jb.impl import resolve
 from jb.ops import common
+from jb.tolerance import NoiseModel, rule_of
 
 _perf_counter = time.perf_counter
 _tree_leaves = jax.tree_util.tree_leaves
@@ -191,29 +193,17 @@ def _input_set(wl, base, seed: int):
     return jbinputs.resample(base, seed, "normal")
 
 
-def _make_checker(ref_out, tol: dict):
-    """A compiled program ``(reference leaves, output leaves) -> (bad elements, max abs error)``.
-
-    Built from the harness's own jnp before the implementation is imported; the comparison rule
-    is jb.compare's (symmetric, non-finite where the reference is finite counts as wrong).
-    """
-    atol, rtol = float(tol["atol"]), float(tol["rtol"])
-
-    def jb_check(refs, outs):
-        bad = jnp.zeros((), jnp.int32)
-        worst = jnp.zeros((), jnp.float32)
-        for r, c in zip(refs, outs):
-            r32, c32 = r.astype(jnp.float32), c.astype(jnp.float32)
-            finite = jnp.isfinite(r32)
-            diff = jnp.where(finite, jnp.abs(r32 - c32), 0.0)
-            scale = jnp.maximum(jnp.abs(r32), jnp.abs(c32))
-            wrong = (finite & ~jnp.isfinite(c32)) | (diff > atol + rtol * scale)
-            bad = bad + jnp.sum(wrong, dtype=jnp.int32)
-            worst = jnp.maximum(worst, jnp.max(jnp.where(jnp.isfinite(diff), diff, 0.0), initial=0.0))
-        return bad, worst
-
-    leaves = list(_tree_leaves(ref_out))
-    return jax.jit(jb_check).lower(leaves, leaves).compile()
+def _make_checkers(wl, base, ref_outs, sets) -> list[DeviceCheck]:
+    """One device check per input set, built before the implementation is imported: the judgement
+    verify makes (jb.compare.judge: the noise bound of jb.tolerance measured on that input set, or
+    the flat rule where it falls back), compiled to run on the device beside the timed program."""
+    rule = rule_of(wl)
+    noise = NoiseModel(wl, base)
+    checks = []
+    for out, inputs in zip(ref_outs, sets):
+        hi, emu = noise.evaluate(inputs)
+        checks.append(DeviceCheck(jax.device_get(out), hi, emu, rule))
+    return checks
 
 
 class TimedOutputError(Exception):
@@ -222,8 +212,8 @@ class TimedOutputError(Exception):
         self.role = role
 
 
-def _check_output(checker, ref_leaves, ref_def, out, role: str, set_index: int) -> tuple | None:
-    """Dispatch the comparison of one timed output; None when it cannot even be compared."""
+def _check_output(checker: DeviceCheck, ref_leaves, ref_def, out, role: str, set_index: int):
+    """Dispatch the comparison of one timed output (verdict read after the round)."""
     if _tree_structure(out) != ref_def:
         raise TimedOutputError(role, f"timed output structure {_tree_structure(out)} differs from the reference {ref_def}")
     leaves = list(_tree_leaves(out))
@@ -233,7 +223,7 @@ def _check_output(checker, ref_leaves, ref_def, out, role: str, set_index: int) 
                 role, f"timed output {i} is {getattr(c, 'dtype', type(c).__name__)}{tuple(getattr(c, 'shape', ()))}, "
                 f"the reference's {r.dtype}{tuple(r.shape)} (input set {set_index})"
             )
-    result = checker(ref_leaves, leaves)
+    result = checker.dispatch(leaves)
     common.block(result)
     return result
 
@@ -316,7 +306,6 @@ def run(args: dict) -> dict:
     seeds = _seeds(args, n_sets)
     base = wl.create_inputs()
     sets = [_input_set(wl, base, s) for s in seeds]
-    del base
     result = {
         "status": None, "reasons": [], "samples_ms": [], "wall_samples_ms": [],
         "timing": {"notes": []},  # run-to-run diagnostics (jb keeps "timing" out of output digests)
@@ -333,7 +322,9 @@ def run(args: dict) -> dict:
     ref_outs = [common.run_reference(ref_built, s) for s in sets]
     ref_def = _tree_structure(ref_outs[0])
     ref_leaves = [list(_tree_leaves(o)) for o in ref_outs]
-    checker = _make_checker(ref_outs[0], wl.tolerance)
+    checkers = _make_checkers(wl, base, ref_outs, sets)
+    result["tolerance"] = rule_of(wl).as_dict()
+    del base
 
     def role_of(spec: dict) -> str:
         return {"xla": "xla", "baseline": "handtuned"}.get(spec.get("kind", "xla"), str(spec.get("kind")))
@@ -351,16 +342,15 @@ def run(args: dict) -> dict:
             continue
         try:
             pbuilt = common.build(_named(pimpl.fn, f"jb_{role}"), wl, sets[0], req)
-            bad, worst = _check_output(checker, ref_leaves[0], ref_def, common.run(pbuilt, sets[0]), role, 0)
+            verdict = checkers[0].verdict(_check_output(checkers[0], ref_leaves[0], ref_def, common.run(pbuilt, sets[0]), role, 0))
         except common.CandidateFailure as failure:
             skipped.append({"role": role, "status": failure.status, "error": failure.message})
             continue
         except TimedOutputError as exc:
             skipped.append({"role": role, "status": "incorrect", "error": str(exc)})
             continue
-        if int(bad):
-            skipped.append({"role": role, "status": "incorrect",
-                            "error": f"{int(bad)} elements outside the tolerance (max abs err {float(worst):.4g})"})
+        if not verdict.ok:
+            skipped.append({"role": role, "status": "incorrect", "error": verdict.reason})
             continue
         others.append(Program(role, pbuilt, {"kind": pimpl.kind, "name": pimpl.name, "config": pimpl.config}, checked=True))
 
@@ -475,18 +465,17 @@ def run(args: dict) -> dict:
                             p.runs += 1
                             idx.append(len(p.wall) - 1)
                             if p.checked:
-                                checks.append((j, s, _check_output(checker, ref_leaves[s], ref_def, out, p.role, s)))
+                                checks.append((j, s, _check_output(checkers[s], ref_leaves[s], ref_def, out, p.role, s)))
                             del out
                         p.rounds.append(idx)
                     r += 1
-                    bad = [(j, s, int(res[0]), float(res[1])) for j, s, res in checks if int(res[0]) > 0]
+                    bad = [(j, s, v) for j, s, res in checks for v in [checkers[s].verdict(res)] if not v.ok]
                     checks.clear()
                     if bad:
-                        j, s, count, worst = bad[0]
+                        j, s, v = bad[0]
                         raise TimedOutputError(
-                            programs[j].role, f"timed output wrong on input set {s} (round {r}): "
-                            f"{count} elements outside atol={wl.tolerance['atol']}, rtol={wl.tolerance['rtol']} "
-                            f"(max abs err {worst:.4g})"
+                            programs[j].role, f"timed output wrong on input set {s} (round {r}): {v.reason} "
+                            f"(the verify judgement, rule {v.rule})"
                         )
                     elapsed = _perf_counter() - t_start
                     if not paired:
