@@ -4,6 +4,7 @@ mod agent;
 mod archive;
 pub mod build;
 mod cache_cmd;
+mod describe_cache;
 mod doctor;
 mod doctor_ray;
 pub mod eval;
