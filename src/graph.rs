@@ -67,8 +67,9 @@ pub fn select_in(
                     .iter()
                     .map(|s| format!("{}/{}", s.pipeline, s.name)),
             );
+            let hint = crate::suggest::did_you_mean(t, known.iter().map(String::as_str));
             return Err(JbError::Usage(format!(
-                "target `{t}` matches no step; targets are `all`, a pipeline, `pipeline/step`, a step id, a workload (e.g. `12p`) or a glob. Known: {}",
+                "target `{t}` matches no step{hint}; targets are `all`, a pipeline, `pipeline/step`, a step id, a workload (e.g. `12p`) or a glob. Known: {}",
                 known.into_iter().collect::<Vec<_>>().join(", ")
             )));
         }

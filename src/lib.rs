@@ -26,4 +26,5 @@ pub mod resolve;
 pub mod session;
 pub mod settings;
 pub mod stats;
+pub mod suggest;
 pub mod tune;

@@ -15,20 +15,8 @@ pub fn workload(project: &Project, name: &str) -> Result<String> {
     {
         return Ok(w.clone());
     }
-    let close: Vec<&String> = all
-        .iter()
-        .filter(|w| w.to_lowercase().contains(&name.to_lowercase()))
-        .collect();
-    Err(JbError::Usage(if close.is_empty() {
-        format!("unknown workload `{name}`; see `jb list workloads` (e.g. `12p` or `12p_RMSNorm`)")
-    } else {
-        format!(
-            "unknown workload `{name}`; did you mean {}?",
-            close
-                .iter()
-                .map(|s| format!("`{s}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    }))
+    Err(JbError::Usage(format!(
+        "unknown workload `{name}`{}; see `jb list workloads` (e.g. `12p` or `12p_RMSNorm`)",
+        crate::suggest::did_you_mean(name, all.iter().map(String::as_str))
+    )))
 }

@@ -104,6 +104,54 @@ fn fmt_count(x: f64) -> String {
     format!("{v:.3} {unit}")
 }
 
+/// What the compiled program costs (XLA cost analysis: FLOPs, bytes, arithmetic intensity)
+/// and, where the device's peaks are known, its roofline bound and how close `median_ms` (when
+/// given) comes to it. One line, without a leading dash; `None` without a cost analysis.
+pub fn cost_summary(eval: &Value, device: &Device, median_ms: Option<f64>) -> Option<String> {
+    let cost = &eval["compile"]["cost"];
+    let f = cost["flops"].as_f64().filter(|f| *f > 0.0)?;
+    let b = cost["bytes_accessed"].as_f64().filter(|b| *b > 0.0)?;
+    let intensity = f / b;
+    let mut s = format!(
+        "compiled program (XLA cost analysis): {}FLOP, {}B accessed, arithmetic intensity {intensity:.2} FLOP/byte",
+        fmt_count(f),
+        fmt_count(b)
+    );
+    if let (Some(peak), Some(bw), Some(ridge)) =
+        (device.bf16_tflops, device.hbm_gbps, device.ridge_point())
+    {
+        let bound_ms = (f / (peak * 1e12)).max(b / (bw * 1e9)) * 1e3;
+        let _ = write!(
+            s,
+            "; {} on this device; roofline lower bound {bound_ms:.4} ms",
+            if intensity < ridge {
+                "memory-bound"
+            } else {
+                "compute-bound"
+            },
+        );
+        if let Some(median) = median_ms {
+            let _ = write!(
+                s,
+                ", the kernel reaches {:.1}% of it",
+                100.0 * bound_ms / median
+            );
+        }
+    }
+    Some(s)
+}
+
+/// When the "baseline slowed" guard fired (XLA ran slower beside the candidate than alone,
+/// machine noise), what that did to the speedup: the reader must not take it for the kernel's.
+pub fn slowed_note(eval: &Value) -> Option<String> {
+    let g = &eval["baseline_slowed_in_pair"]["xla"];
+    let ratio = g["ratio"].as_f64()?;
+    let capped = g["capped"].as_f64()?;
+    Some(format!(
+        "note: XLA ran {ratio:.2}x slower beside the candidate than alone (machine noise): the speedup is capped at {capped:.3}x (XLA alone over the candidate beside it), with no interval"
+    ))
+}
+
 /// A profile summary of a correct candidate: its timing against XLA's, what the compiled
 /// program costs (FLOPs, bytes, arithmetic intensity) and how close it is to the device's
 /// roofline.
@@ -125,33 +173,11 @@ pub fn profile_summary(eval: &Value, device: &Device) -> Option<String> {
     if let Some(t) = k["tflops"].as_f64() {
         let _ = writeln!(s, "- achieved throughput: {t:.3} TFLOP/s");
     }
-    let cost = &eval["compile"]["cost"];
-    let flops = cost["flops"].as_f64().filter(|f| *f > 0.0);
-    let bytes = cost["bytes_accessed"].as_f64().filter(|b| *b > 0.0);
-    if let (Some(f), Some(b)) = (flops, bytes) {
-        let intensity = f / b;
-        let _ = write!(
-            s,
-            "- compiled program (XLA cost analysis): {}FLOP, {}B accessed, arithmetic intensity {intensity:.2} FLOP/byte",
-            fmt_count(f),
-            fmt_count(b)
-        );
-        if let (Some(peak), Some(bw), Some(ridge)) =
-            (device.bf16_tflops, device.hbm_gbps, device.ridge_point())
-        {
-            let bound_ms = (f / (peak * 1e12)).max(b / (bw * 1e9)) * 1e3;
-            let _ = write!(
-                s,
-                "; {} on this device; roofline lower bound {bound_ms:.4} ms, the kernel reaches {:.1}% of it",
-                if intensity < ridge {
-                    "memory-bound"
-                } else {
-                    "compute-bound"
-                },
-                100.0 * bound_ms / median
-            );
-        }
-        s.push('\n');
+    if let Some(note) = slowed_note(eval) {
+        let _ = writeln!(s, "- {note}");
+    }
+    if let Some(c) = cost_summary(eval, device, Some(median)) {
+        let _ = writeln!(s, "- {c}");
     }
     if let Some(m) = eval["compile"]["memory"].as_object() {
         let mib = |k: &str| {

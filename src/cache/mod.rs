@@ -2,6 +2,7 @@
 
 pub mod cas;
 pub mod db;
+pub mod gc;
 pub mod stats;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,5 @@
 //! `jb cache stats|gc|clean`.
 
-use std::collections::HashSet;
-
 use clap::{Args, Subcommand};
 
 use crate::cache::Cache;
@@ -20,8 +18,14 @@ pub struct CacheArgs {
 pub enum CacheAction {
     /// Sizes and counts.
     Stats,
-    /// Drop records that no step uses any more and blobs nothing refers to.
-    Gc,
+    /// Drop records superseded in their slot (the same step at the same scale, backend and
+    /// parameters has a newer one) and blobs nothing kept refers to. Results of every scale and
+    /// of every candidate file are kept.
+    Gc {
+        /// Say what would be dropped, and drop nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Remove every cached result (the Python environment is kept).
     Clean,
 }
@@ -47,39 +51,50 @@ pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
                 }
             }
         }
-        CacheAction::Gc => {
-            let live: HashSet<String> = cache.db.latest_keys()?.into_iter().collect();
-            let mut dropped = 0;
-            let mut referenced = HashSet::new();
-            for (key, _, files) in cache.db.all_actions()? {
-                if live.contains(&key) {
-                    referenced.extend(files.into_values());
-                } else {
-                    cache.db.delete_action(&key)?;
-                    dropped += 1;
+        CacheAction::Gc { dry_run } => {
+            let plan = crate::cache::gc::plan(&cache)?;
+            if !dry_run {
+                crate::cache::gc::apply(&cache, &plan)?;
+                crate::engine::locks::prune_key_locks(&project.cache_dir);
+                let tmp = project.cache_dir.join("tmp");
+                if let Ok(entries) = std::fs::read_dir(&tmp) {
+                    for e in entries.flatten() {
+                        let _ = std::fs::remove_dir_all(e.path())
+                            .or_else(|_| std::fs::remove_file(e.path()));
+                    }
                 }
             }
-            let mut freed = 0u64;
-            let mut removed = 0;
-            for (digest, size) in cache.cas.list() {
-                if !referenced.contains(&digest) {
-                    cache.cas.remove(&digest);
-                    freed += size;
-                    removed += 1;
+            if global.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "dry_run": dry_run,
+                        "kept": plan.kept,
+                        "dropped": plan.dropped,
+                        "blobs": plan.blobs.len(),
+                        "blob_bytes": plan.blob_bytes(),
+                    }))?
+                );
+            } else {
+                let verb = if dry_run { "would drop" } else { "dropped" };
+                for d in &plan.dropped {
+                    println!(
+                        "  {verb} {} (scale {}, key {}): superseded by {}",
+                        d.step_id,
+                        d.scale,
+                        short(&d.key),
+                        short(&d.superseded_by)
+                    );
                 }
+                println!(
+                    "gc{}: {verb} {} superseded record(s) and {} blob(s) ({:.1} MiB), kept {} record(s)",
+                    if dry_run { " --dry-run" } else { "" },
+                    plan.dropped.len(),
+                    plan.blobs.len(),
+                    plan.blob_bytes() as f64 / 1048576.0,
+                    plan.kept
+                );
             }
-            crate::engine::locks::prune_key_locks(&project.cache_dir);
-            let tmp = project.cache_dir.join("tmp");
-            if let Ok(entries) = std::fs::read_dir(&tmp) {
-                for e in entries.flatten() {
-                    let _ = std::fs::remove_dir_all(e.path())
-                        .or_else(|_| std::fs::remove_file(e.path()));
-                }
-            }
-            println!(
-                "gc: dropped {dropped} stale records and {removed} blobs ({:.1} MiB)",
-                freed as f64 / 1048576.0
-            );
         }
         CacheAction::Clean => {
             drop(cache);
@@ -102,4 +117,9 @@ pub fn run(global: &GlobalOpts, args: CacheArgs) -> anyhow::Result<i32> {
         }
     }
     Ok(exit::OK)
+}
+
+/// A key's first 12 characters.
+fn short(key: &str) -> &str {
+    &key[..key.len().min(12)]
 }

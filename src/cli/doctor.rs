@@ -57,6 +57,12 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         return device_check(&project, global, &env);
     }
     let py = PythonExecutor::new(worker_spec(&project, &env));
+    // Progress on stderr: the measurement takes seconds, and is never cached (measuring is the
+    // point); the fingerprint above is (`<cache>/fingerprint.json`).
+    let started = std::time::Instant::now();
+    eprintln!(
+        "measuring the device peak: XLA matmuls of a few sizes and a bandwidth reduction (seconds)..."
+    );
     let peak = py.call(
         "peak",
         json!({}),
@@ -66,6 +72,10 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
         &CancelFlag::default(),
     );
     py.close();
+    eprintln!(
+        "  peak measured in {:.1} s; probing the sandbox...",
+        started.elapsed().as_secs_f64()
+    );
     let sandbox = SandboxReport::probe(&project);
     let variant = crate::pyenv::variant_for_backend(global.backend.map(|b| b.as_str()));
     let pins = PinsReport::of(&project, variant).unwrap_or(PinsReport {

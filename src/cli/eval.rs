@@ -4,11 +4,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::Value;
 
 use crate::engine::progress;
 use crate::error::{exit, JbError};
-use crate::eval::{evaluate, EvalResult, EvalSettings, Timing};
+use crate::eval::{evaluate, EvalSettings};
 use crate::project::absolute;
 
 use super::GlobalOpts;
@@ -75,7 +74,8 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
     if global.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print_text(&out);
+        let trace = super::eval_text::trace_of(&global.session(), &out);
+        print!("{}", super::eval_text::render(&out, trace.as_deref()));
     }
     Ok(if out.interrupted {
         exit::INTERNAL
@@ -84,98 +84,4 @@ pub fn run(global: &GlobalOpts, args: EvalArgs) -> anyhow::Result<i32> {
     } else {
         exit::FAILED
     })
-}
-
-/// A value the worker produced, as JSON (`null` when absent).
-fn shown(v: &Option<Value>) -> String {
-    v.as_ref().unwrap_or(&Value::Null).to_string()
-}
-
-/// The result for a reader.
-fn print_text(out: &EvalResult) {
-    println!("{}: {}", out.workload, out.status);
-    for r in &out.reasons {
-        let text = r
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| r.to_string());
-        // A traceback's tail runs over several lines: the later ones indented under the first.
-        println!("  - {}", text.trim_end().replace('\n', "\n    "));
-    }
-    if let Some(t) = out.correctness.trials {
-        println!(
-            "  correctness: {t} trials, max abs err {}, max rel err {}",
-            shown(&out.correctness.max_abs_err),
-            shown(&out.correctness.max_rel_err)
-        );
-    }
-    if let Some(v) = out
-        .correctness
-        .variants
-        .as_ref()
-        .filter(|v| v["status"] == "specialized" || v["status"] == "partly_specialized")
-    {
-        for s in v["specialized"].as_array().into_iter().flatten() {
-            println!(
-                "  variants: specialized at {}: {}",
-                s["override"],
-                s["reason"].as_str().unwrap_or("-")
-            );
-        }
-    }
-    let ms = |v: &Option<Timing>| {
-        v.as_ref()
-            .and_then(Timing::median_ms)
-            .map(|m| format!("{m:.4} ms"))
-            .unwrap_or_else(|| "-".into())
-    };
-    println!("  XLA baseline      {}", ms(&out.baseline));
-    println!(
-        "  hand-tuned ({})  {}",
-        out.handtuned_config.map_or("none", |h| h.as_str()),
-        ms(&out.handtuned)
-    );
-    println!("  candidate         {}", ms(&out.kernel));
-    let ci = |v: &Option<[f64; 2]>| match v {
-        Some([lo, hi]) => format!("  (95% CI {lo:.3}-{hi:.3})"),
-        None => String::new(),
-    };
-    if let Some(why) = &out.unmeasured {
-        println!("  speedup           none: {why}");
-    }
-    if let Some(s) = out.speedup_vs_xla {
-        println!("  speedup vs XLA    {s:.3}x{}", ci(&out.speedup_ci));
-    }
-    if let Some(s) = out.speedup_vs_handtuned {
-        println!(
-            "  speedup vs hand-tuned {s:.3}x{}",
-            ci(&out.speedup_vs_handtuned_ci)
-        );
-    }
-    let slowed = &out.baseline_slowed_in_pair;
-    for (g, name) in [
-        (slowed.xla, "XLA"),
-        (slowed.handtuned, "the hand-tuned kernel"),
-    ] {
-        if let Some(g) = g {
-            println!(
-                "  note: {name} ran {:.2}x slower beside the candidate than alone: speedup capped at {:.3}x (no interval)",
-                g.ratio, g.capped
-            );
-        }
-    }
-    if let Some(m) = &out.measurement {
-        if let Some(stop) = m.stop.as_ref().and_then(Value::as_str) {
-            println!(
-                "  paired measurement: {} rounds, stopped: {stop}",
-                shown(&m.rounds)
-            );
-        }
-    }
-    if out.interpret == Some(Value::Bool(true)) {
-        println!(
-            "  note: Pallas ran in interpret mode on {}: times say nothing about accelerator speed",
-            out.backend
-        );
-    }
 }

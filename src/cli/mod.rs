@@ -4,9 +4,11 @@ mod agent;
 mod archive;
 pub mod build;
 mod cache_cmd;
+mod describe_cache;
 mod doctor;
 mod doctor_ray;
 pub mod eval;
+mod eval_text;
 mod explain;
 mod list;
 mod report;
@@ -43,6 +45,7 @@ pub struct Cli {
 pub use crate::session::{Backend, ExecutorKind, Scale};
 
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalOpts {
     /// Cache directory (blobs, run database, Python environment). Default: `cache/` of the project.
     #[arg(long, global = true, env = "JB_CACHE_DIR", value_name = "DIR")]

@@ -45,7 +45,8 @@ pub fn run(global: &GlobalOpts, args: ReportArgs) -> anyhow::Result<i32> {
         .into());
     }
     let cache = Cache::open(&project.cache_dir)?;
-    let report = report::from_cache(&cache, Some(&project))?;
+    let scale = global.scale.map(|s| s.as_str().to_string());
+    let report = report::from_cache_at(&cache, Some(&project), scale.as_deref())?;
     if to_stdout {
         let files = report::render(&report, formats[0])?;
         print!("{}", files[0].content);

@@ -9,7 +9,7 @@ use crate::exec::python::PythonExecutor;
 use crate::exec::CancelFlag;
 use crate::pipeline::paths::match_pattern;
 
-use super::GlobalOpts;
+use super::{describe_cache, GlobalOpts};
 use crate::session::{self, worker_spec};
 
 fn shapes(v: &Value) -> String {
@@ -46,21 +46,48 @@ pub fn list_workloads(global: &GlobalOpts) -> anyhow::Result<i32> {
     let backend = session::backend_of(&global.session(), &fp);
     let scale = session::scale_of(&global.session(), &backend);
     let py = PythonExecutor::new(worker_spec(&project, &env));
+    let worker_hash = crate::engine::keys::worker_source_hash(&project.python_dir);
+    let all = match_pattern(&project.root, "workloads/{workload}/workload.py");
+    let started = std::time::Instant::now();
+    let (mut cached, mut described) = (0usize, 0usize);
     let mut rows = Vec::new();
-    for (path, vars) in match_pattern(&project.root, "workloads/{workload}/workload.py") {
+    for (i, (path, vars)) in all.iter().enumerate() {
         let folder = path.trim_end_matches("/workload.py").to_string();
-        let out = py.call(
-            "describe",
-            json!({"workload": folder, "scale": scale}),
-            false,
-            Duration::from_secs(300),
-            None,
-            &CancelFlag::default(),
-        );
-        let mut r = out.result.clone();
+        let key = describe_cache::key(&project.root, &folder, scale.as_str(), &fp, &worker_hash);
+        let mut r = match describe_cache::get(&project.cache_dir, &key) {
+            Some(r) => {
+                cached += 1;
+                r
+            }
+            None => {
+                // Progress on stderr (stdout stays the listing, or the JSON).
+                eprintln!("describing [{}/{}] {}", i + 1, all.len(), vars["workload"]);
+                described += 1;
+                let out = py.call(
+                    "describe",
+                    json!({"workload": folder, "scale": scale}),
+                    false,
+                    Duration::from_secs(300),
+                    None,
+                    &CancelFlag::default(),
+                );
+                let mut r = out.result.clone();
+                r["status"] = json!(out.status);
+                if json!(out.status) == json!("ok") {
+                    describe_cache::put(&project.cache_dir, &key, &r);
+                }
+                r
+            }
+        };
         r["workload"] = json!(vars["workload"]);
-        r["status"] = json!(out.status);
         rows.push(r);
+    }
+    if described > 0 {
+        eprintln!(
+            "described {described} workload(s) in {:.1} s, {cached} from the cache ({})",
+            started.elapsed().as_secs_f64(),
+            project.cache_dir.join("describe").display()
+        );
     }
     py.close();
     if rows.is_empty() {

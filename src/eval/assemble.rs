@@ -423,6 +423,7 @@ impl Assembly<'_> {
                         "stderr_tail",
                         "recheck",
                         "claimed_status",
+                        "tolerance",
                     ],
                 ),
                 self.kernel,

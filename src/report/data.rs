@@ -483,6 +483,25 @@ pub fn build(input: &ReportInput) -> Report {
             environments.len()
         ));
     }
+    if let Some(p) = peak.as_ref().filter(|p| p.source == "measured") {
+        let over = rows
+            .iter()
+            .filter_map(|r| r.xla.as_ref())
+            .filter(|t| {
+                t.utilisation.is_some_and(|u| u > 1.0) || t.of_roofline.is_some_and(|u| u > 1.0)
+            })
+            .count();
+        let mut n = format!(
+            "the {} peak is an estimate measured by `jb doctor` (the fastest XLA matmul it timed, and a reduction's bandwidth): utilisation and the roofline bound are estimates",
+            p.device
+        );
+        if over > 0 {
+            n.push_str(&format!(
+                "; {over} XLA time(s) run above it or above the roofline (data that fits a cache moves faster than memory, or the machine was busier while `jb doctor` measured: run it again on a quiet machine)"
+            ));
+        }
+        notes.push(n);
+    }
     if peak.is_none() {
         notes.push("no device peak known (not a published device and no `jb doctor` measurement): utilisation is not shown".into());
     }
@@ -604,9 +623,16 @@ fn workload_row(ctx: &mut Ctx, input: &ReportInput, w: &str) -> WorkloadRow {
             candidates.push(candidate_row(&m.name, s));
         }
     }
+    // Without the run database (the `aggregate` step), the latest `jb eval` records stand for
+    // the one-off candidate; with it, the `jb eval` method lists every kernel judged.
+    let has_eval_method = input
+        .methods
+        .iter()
+        .any(|m| m.name == super::eval_runs::NAME);
     if let Some(first) = records
         .find("jb-eval", "compile", w, &[])
         .or_else(|| records.find("jb-eval", "verify", w, &[]))
+        .filter(|_| !has_eval_method)
     {
         let label = jb_eval_label(first);
         if let Some(s) = candidate_sample(records, "jb-eval", w, &[], label, 1) {

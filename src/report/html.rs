@@ -26,7 +26,9 @@ const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-se
 h1{margin-bottom:.2em}.meta{color:#555}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}
-th{background:#f2f2f2;position:sticky;top:0}
+th{background:#f2f2f2;position:sticky;top:0;white-space:normal;max-width:7.5em;vertical-align:bottom}
+.scroll{max-width:100%;overflow-x:auto}
+details.notrun{margin:-1em 0 1.5em;font-size:13px;color:#555}
 td:first-child,th:first-child{text-align:left}
 td[data-key]{cursor:help;text-decoration:underline dotted #999}
 tr:nth-child(even) td{background:#fafafa}
@@ -45,12 +47,22 @@ fn table(out: &mut String, t: &Table) {
         let _ = writeln!(out, "<p class=\"empty\">{}</p>\n</section>", esc(&t.empty));
         return;
     }
-    out.push_str("<table>\n<thead><tr>");
+    // Workloads that never ran are one line under the table, not rows burying those that did.
+    let not_run = |row: &Vec<super::tables::Cell>| {
+        t.id == "workloads" && row.get(1).is_some_and(|c| c.text == "not run")
+    };
+    let idle: Vec<&str> = t
+        .rows
+        .iter()
+        .filter(|r| not_run(r))
+        .filter_map(|r| r.first().map(|c| c.text.as_str()))
+        .collect();
+    out.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
     for c in &t.columns {
         let _ = write!(out, "<th>{}</th>", esc(c));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
-    for row in &t.rows {
+    for row in t.rows.iter().filter(|r| !not_run(r)) {
         out.push_str("<tr>");
         for c in row {
             match (&c.step, &c.key) {
@@ -71,7 +83,16 @@ fn table(out: &mut String, t: &Table) {
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n</section>\n");
+    out.push_str("</tbody></table></div>\n");
+    if !idle.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details class=\"notrun\"><summary>{} workload(s) not run</summary><p>{}</p></details>",
+            idle.len(),
+            esc(&idle.join(", "))
+        );
+    }
+    out.push_str("</section>\n");
 }
 
 /// The SVG element of a plot, without any XML prologue, so it can sit inside HTML.

@@ -244,10 +244,21 @@ impl MethodSource for CandidateFiles {
     }
 }
 
-/// The sources every report consults, in the order their methods are listed. Agent methods add
-/// their source here.
+/// The sources every report consults, in the order their methods are listed: the candidate
+/// files, the kernels `jb eval` judged, then the agent studies of the run database.
 pub fn default_sources() -> Vec<Box<dyn MethodSource>> {
-    vec![Box::new(CandidateFiles)]
+    sources_at(None)
+}
+
+/// The same sources, reading only results of one scale where given.
+pub fn sources_at(scale: Option<&str>) -> Vec<Box<dyn MethodSource>> {
+    vec![
+        Box::new(CandidateFiles),
+        Box::new(super::eval_runs::EvalRuns {
+            scale: scale.map(str::to_string),
+        }),
+        Box::new(super::agent_runs::AgentRuns),
+    ]
 }
 
 /// Methods from every source, in source order.

@@ -6,8 +6,10 @@
 //! The same code serves `jb report` (records: the latest result of every step in the run
 //! database) and the `aggregate` step (records: its upstream results).
 
+pub mod agent_runs;
 pub mod csv;
 pub mod data;
+pub mod eval_runs;
 pub mod html;
 pub mod markdown;
 pub mod methods;
@@ -194,4 +196,93 @@ pub fn input_from_cache(
 pub fn from_cache(cache: &Cache, project: Option<&Project>) -> Result<Report, ReportError> {
     let input = input_from_cache(cache, project, &methods::default_sources())?;
     Ok(build(&input))
+}
+
+/// The newest record of every step at `scale` (records whose key has no scale count at every
+/// scale), from all the run database holds: a tiny-scale build replaces the `latest` record of
+/// a step, not its cpu-scale result.
+pub fn records_at(
+    cache: &Cache,
+    scale: &str,
+) -> Result<Vec<crate::cache::ActionRecord>, ReportError> {
+    let mut newest: BTreeMap<String, crate::cache::ActionRecord> = BTreeMap::new();
+    for (key, _, _) in cache.db.all_actions()? {
+        let Some(rec) = cache.db.get_action(&key)? else {
+            continue;
+        };
+        if rec.components.0.get("scale").is_some_and(|s| s != scale) {
+            continue;
+        }
+        match newest.get(&rec.step_id) {
+            Some(old) if old.created_at >= rec.created_at => {}
+            _ => {
+                newest.insert(rec.step_id.clone(), rec);
+            }
+        }
+    }
+    Ok(newest.into_values().collect())
+}
+
+/// The scales the run database has results for, with how many steps each.
+pub fn scales_in(cache: &Cache) -> Result<BTreeMap<String, usize>, ReportError> {
+    let mut steps: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for (key, step, _) in cache.db.all_actions()? {
+        if let Some(rec) = cache.db.get_action(&key)? {
+            if let Some(s) = rec.components.0.get("scale") {
+                steps.entry(s.clone()).or_default().insert(step);
+            }
+        }
+    }
+    Ok(steps.into_iter().map(|(s, v)| (s, v.len())).collect())
+}
+
+/// The report of one scale (`jb report --scale S`; without it, the scale of the newest
+/// result). Other scales' results are left out, and a note says which there are.
+pub fn from_cache_at(
+    cache: &Cache,
+    project: Option<&Project>,
+    scale: Option<&str>,
+) -> Result<Report, ReportError> {
+    let scales = scales_in(cache)?;
+    let chosen = match scale {
+        Some(s) => Some(s.to_string()),
+        None => cache
+            .db
+            .latest_records("")?
+            .iter()
+            .filter(|r| r.components.0.contains_key("scale"))
+            .max_by(|a, b| a.created_at.total_cmp(&b.created_at))
+            .and_then(|r| r.components.0.get("scale").cloned()),
+    };
+    let Some(chosen) = chosen else {
+        return from_cache(cache, project);
+    };
+    let records = RecordSet::from_actions(&records_at(cache, &chosen)?);
+    let sources = methods::sources_at(Some(&chosen));
+    let methods = methods::load_all(&sources, &records, Some(cache))?;
+    let (declared_workloads, declared_handtuned) = project.map(declared).unwrap_or_default();
+    let input = ReportInput {
+        records,
+        methods,
+        declared_workloads,
+        declared_handtuned,
+        fallback_env: cached_fingerprint(&cache.dir),
+        fallback_peak: cached_peak(&cache.dir),
+    };
+    let mut report = build(&input);
+    if report.scales.is_empty() {
+        report.scales = vec![chosen.clone()];
+    }
+    let others: Vec<String> = scales
+        .iter()
+        .filter(|(s, _)| **s != chosen)
+        .map(|(s, n)| format!("{s} ({n} steps)"))
+        .collect();
+    if !others.is_empty() {
+        report.notes.push(format!(
+            "Scale {chosen} only. The run database also holds results at {}: `jb report --scale <scale>` reports one of those.",
+            others.join(", ")
+        ));
+    }
+    Ok(report)
 }

@@ -96,10 +96,15 @@ pub fn roofline(r: &Report) -> Result<Plot, ReportError> {
         title: "Roofline".into(),
         caption: match &r.peak {
             Some(p) => format!(
-                "Achieved FLOP/s against operational intensity under the {} roofline ({} TFLOP/s, {} GB/s).",
+                "Achieved FLOP/s against operational intensity under the {} roofline ({} TFLOP/s, {} GB/s{}).",
                 p.device,
                 super::tables::sig(p.flops_per_s / 1e12, 4),
-                super::tables::sig(p.bytes_per_s / 1e9, 4)
+                super::tables::sig(p.bytes_per_s / 1e9, 4),
+                if p.source == "measured" {
+                    "; measured by `jb doctor`: an estimate"
+                } else {
+                    ""
+                }
             ),
             None => "Achieved FLOP/s against operational intensity (no device peak known: no roofline).".into(),
         },
@@ -153,18 +158,45 @@ pub fn roofline(r: &Report) -> Result<Plot, ReportError> {
                 continue;
             }
             let color = *color;
-            // Labels of the three series sit apart: right-above, left-above, right-below.
-            let offset = [(6, -14), (-30, -14), (6, 4)][s];
             chart
-                .draw_series(mine.iter().map(|(_, x, y, label)| {
-                    EmptyElement::at((*x, *y))
-                        + Circle::new((0, 0), 4, color.filled())
-                        + Text::new(label.clone(), offset, (FONT, 11).into_font())
-                }))
+                .draw_series(
+                    mine.iter()
+                        .map(|(_, x, y, _)| Circle::new((*x, *y), 4, color.filled())),
+                )
                 .map_err(err)?
                 .label(*name)
                 .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
         }
+        // Labels where they fit: each workload named once (at its first series' point), beside
+        // its point on the first side where it overlaps no label already placed; a point
+        // crowded on every side goes unlabelled rather than overprinted.
+        let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
+        let mut named = std::collections::HashSet::new();
+        let mut labels = Vec::new();
+        for (_, x, y, label) in &pts {
+            if !named.insert(label.clone()) {
+                continue;
+            }
+            let (px, py) = chart.backend_coord(&(*x, *y));
+            let w = 7 * label.chars().count() as i32;
+            let free = [(6, -14), (6, 4), (-w - 6, -14), (-w - 6, 4)]
+                .into_iter()
+                .map(|(dx, dy)| (dx, dy, (px + dx, py + dy, px + dx + w, py + dy + 12)))
+                .find(|(_, _, b)| {
+                    placed
+                        .iter()
+                        .all(|p| b.2 <= p.0 || p.2 <= b.0 || b.3 <= p.1 || p.3 <= b.1)
+                });
+            if let Some((dx, dy, b)) = free {
+                placed.push(b);
+                labels.push((*x, *y, (dx, dy), label.clone()));
+            }
+        }
+        chart
+            .draw_series(labels.into_iter().map(|(x, y, off, label)| {
+                EmptyElement::at((x, y)) + Text::new(label, off, (FONT, 11).into_font())
+            }))
+            .map_err(err)?;
         legend(&mut chart, SeriesLabelPosition::LowerRight)
     })?);
     Ok(plot)
