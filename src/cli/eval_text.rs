@@ -316,7 +316,7 @@ mod tests {
                 stop: Some(json!("converged")),
                 elapsed_s: None,
                 timing_source: None,
-                programs: Some(vec![program("candidate", 0.25), program("xla", 0.5)]),
+                programs: Some(vec![program("impl", 0.25), program("xla", 0.5)]),
                 skipped: None,
                 vs_xla: None,
                 vs_handtuned: None,
