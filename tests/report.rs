@@ -69,16 +69,20 @@ fn statistics_follow_the_paper() {
         xla8.utilisation.unwrap(),
         3.848290697216e12 / 5.36e-3 / 918e12
     ));
-    // The best candidate of 12p is the `jb eval` one-off, not the eval pipeline's.
+    // 12p's `jb eval` one-off is faster on paper, but it was judged in the sandbox (trust not
+    // artifact): correct, listed, and with no time, so the best is the eval pipeline's.
     let w12 = &r.workloads[4];
-    assert!(w12
-        .best
-        .as_ref()
-        .unwrap()
-        .label
-        .as_deref()
-        .unwrap()
-        .contains("my_rmsnorm.py"));
+    let best = w12.best.as_ref().unwrap().label.as_deref().unwrap();
+    assert!(!best.contains("my_rmsnorm.py"), "{best}");
+    let oneoff = w12
+        .candidates
+        .iter()
+        .find(|c| c.label.contains("my_rmsnorm.py"))
+        .expect("the jb eval candidate is listed");
+    assert_eq!(
+        (oneoff.status.as_str(), oneoff.median_ms),
+        ("correct", None)
+    );
 
     // Table 2: the candidate files as one method over all 6 benchmarks, then the kernels
     // `jb eval` judged (one here).

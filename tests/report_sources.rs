@@ -27,12 +27,19 @@ fn two_evals(p: &TestProject) -> fixture::Fixture<'_> {
     let wl = format!("workloads/{W}/workload.py");
     let id = |s: &str| format!("jb-eval/{s}[workload={W}]");
     let good = [wl.as_str(), "scratch/good.py"];
-    f.put(&id("export"), "export", "ok", json!({}), &good, &[]);
+    f.put(
+        &id("export"),
+        "export",
+        "ok",
+        json!({"trust": "artifact"}),
+        &good,
+        &[],
+    );
     f.put(
         &id("compile"),
         "compile",
         "ok",
-        json!({"cost": {"flops": 1e9, "bytes_accessed": 1e9}, "has_pallas_call": true}),
+        json!({"cost": {"flops": 1e9, "bytes_accessed": 1e9}, "has_pallas_call": true, "trust": "artifact"}),
         &good,
         &[],
     );
@@ -40,7 +47,7 @@ fn two_evals(p: &TestProject) -> fixture::Fixture<'_> {
         &id("verify"),
         "verify",
         "correct",
-        json!({"max_abs_err": 1e-4}),
+        json!({"max_abs_err": 1e-4, "trust": "artifact"}),
         &good,
         &[],
     );
@@ -48,7 +55,7 @@ fn two_evals(p: &TestProject) -> fixture::Fixture<'_> {
         &id("profile"),
         "profile",
         "ok",
-        json!({"median_ms": 0.5, "samples_ms": [0.5, 0.5, 0.5]}),
+        json!({"median_ms": 0.5, "samples_ms": [0.5, 0.5, 0.5], "trust": "artifact"}),
         &good,
         &[],
     );

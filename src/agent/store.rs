@@ -103,6 +103,25 @@ impl Store {
         })
     }
 
+    /// The agent tables of a cache that has them, for readers (`jb report`): `None` when no
+    /// study ever ran there. Unlike [`Store::open`] it creates nothing, so reading a cache
+    /// (and archiving it again) does not change it.
+    pub fn open_existing(cache_dir: &Path) -> Result<Option<Store>> {
+        let path = cache_dir.join("jb.sqlite");
+        if !path.exists() {
+            return Ok(None);
+        }
+        let conn = crate::cache::db::open_shared(&path, None)?;
+        let has: bool = conn.query_row(
+            "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agent_samples')",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(has.then(|| Store {
+            conn: Mutex::new(conn),
+        }))
+    }
+
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }

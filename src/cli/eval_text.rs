@@ -293,6 +293,7 @@ mod tests {
                 max_abs_err: Some(json!(0.0)),
                 max_rel_err: Some(json!(0.0)),
                 per_trial: None,
+                variants: None,
             },
             baseline: measured(0.8, "b"),
             kernel: measured(0.25, "k"),
@@ -340,6 +341,8 @@ mod tests {
             run_id: 1,
             kernel_path: PathBuf::from("/k/rms.py"),
             interrupted: false,
+            speed_of_light: None,
+            unmeasured: None,
         }
     }
 

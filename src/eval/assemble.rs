@@ -588,7 +588,7 @@ mod tests {
         assert_eq!(
             v["correctness"],
             json!({"trials": 2, "seed": 5, "max_abs_err": 0.0, "max_rel_err": 0.0,
-                   "per_trial": [{"ok": true}, {"ok": true}]})
+                   "per_trial": [{"ok": true}, {"ok": true}], "variants": null})
         );
         assert_eq!(
             v["baseline"],

@@ -88,7 +88,11 @@ mod tests {
         assert_eq!(status, "rejected");
         assert_eq!(reasons, vec![json!("profile: harness function replaced")]);
         // The agent counts it incorrect, never correct.
-        let outcome = crate::agent::accounting::Outcome::of_eval(status.as_str(), Some(3.0));
+        let outcome = crate::agent::accounting::Outcome::of_eval(
+            status.as_str(),
+            Some(3.0),
+            Some("artifact"),
+        );
         assert_eq!(outcome, crate::agent::accounting::Outcome::Incorrect);
     }
 

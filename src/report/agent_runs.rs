@@ -21,7 +21,7 @@ fn outcome_of(row: &SampleRow) -> Outcome {
         "api_error" | "no_code" | "compile_error" => Outcome::CompileError,
         "runtime_error" => Outcome::RuntimeError,
         "incorrect" => Outcome::WrongOutput,
-        "correct_slower" | "correct_faster" => Outcome::Correct,
+        "correct_slower" | "correct_faster" | "correct_unmeasured" => Outcome::Correct,
         _ => Outcome::NotEvaluated,
     }
 }
@@ -34,7 +34,11 @@ pub fn sample_of(row: &SampleRow) -> MethodSample {
         // No code came back: the agent-level outcome is the status.
         (None, _) => row.outcome.clone(),
     };
-    let correct = outcome == Outcome::Correct;
+    // A correct sample whose timing came from the candidate's own process carries no number.
+    let unmeasured = (row.outcome == "correct_unmeasured").then(|| {
+        "timed where candidate code ran (trust not artifact): no speedup counts".to_string()
+    });
+    let correct = outcome == Outcome::Correct && unmeasured.is_none();
     MethodSample {
         index: row.number + 1,
         status,
@@ -49,6 +53,7 @@ pub fn sample_of(row: &SampleRow) -> MethodSample {
         key: row.translate_key.clone(),
         interpret: false,
         trust: None,
+        unmeasured,
     }
 }
 
@@ -61,7 +66,10 @@ impl MethodSource for AgentRuns {
         let Some(cache) = cache else {
             return Ok(Vec::new());
         };
-        let store = Store::open(&cache.dir)?;
+        // Reading creates nothing: a cache without studies stays as it was.
+        let Some(store) = Store::open_existing(&cache.dir)? else {
+            return Ok(Vec::new());
+        };
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         // Newest first: the first run of a name with samples is the one reported.
