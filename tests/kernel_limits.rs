@@ -32,8 +32,13 @@ fn set_scratch_limit() {
 fn sandbox(cache: &Path) -> Result<Sandbox, String> {
     set_scratch_limit();
     let root = repo_root();
-    let sb = Sandbox::new(&root, &root.join("python"), &root.join("cache/pyenv"), cache)
-        .map_err(|e| e.to_string())?;
+    let sb = Sandbox::new(
+        &root,
+        &root.join("python"),
+        &root.join("cache/pyenv"),
+        cache,
+    )
+    .map_err(|e| e.to_string())?;
     sb.probe().map_err(|e| e.to_string())?;
     Ok(sb)
 }
@@ -103,7 +108,10 @@ fn output(mut child: Child, limit: Duration) -> (ExitStatus, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (st.unwrap_or_else(|| panic!("still running after {limit:?}: {text}")), text)
+    (
+        st.unwrap_or_else(|| panic!("still running after {limit:?}: {text}")),
+        text,
+    )
 }
 
 fn hit(jail: &Jail) -> Vec<String> {
@@ -220,7 +228,10 @@ fn a_write_past_the_scratch_size_fails() {
     );
     let child = start(&sb, scratch.path(), Some(&jail), &script);
     let (_, text) = output(child, Duration::from_secs(60));
-    assert!(!text.contains("wrote=0"), "24 MiB fit in {SCRATCH_MB} MiB: {text}");
+    assert!(
+        !text.contains("wrote=0"),
+        "24 MiB fit in {SCRATCH_MB} MiB: {text}"
+    );
     assert!(
         text.contains("No space left on device"),
         "not refused for space: {text}"

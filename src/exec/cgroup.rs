@@ -266,8 +266,7 @@ impl Group {
                         .ok()
                         .and_then(|s| s.trim().parse::<u64>().ok())
                         .is_some_and(|n| n > 0)
-                        && read_u64(&self.memory_dir().join("memory.oom_control"), "under_oom")
-                            > 0
+                        && read_u64(&self.memory_dir().join("memory.oom_control"), "under_oom") > 0
             }
         }
     }

@@ -147,8 +147,9 @@ pub fn collect_export(out_dir: &Path, dest: &Path) -> Collected {
             break;
         }
         if !plain_name(name) {
-            c.refused
-                .push(format!("program file name {name:?} is not a plain file name"));
+            c.refused.push(format!(
+                "program file name {name:?} is not a plain file name"
+            ));
             continue;
         }
         let rel = format!("export/{name}");
@@ -173,7 +174,11 @@ pub fn collect_all(out_dir: &Path, dest: &Path) -> Collected {
         if c.kept.len() >= MAX_OTHER_FILES || total + len > MAX_OTHER_BYTES {
             break;
         }
-        match copy_capped(&out_dir.join(&name), &dest.join(&name), MAX_OTHER_BYTES - total) {
+        match copy_capped(
+            &out_dir.join(&name),
+            &dest.join(&name),
+            MAX_OTHER_BYTES - total,
+        ) {
             Ok(n) => {
                 total += n;
                 c.kept.push(name);

@@ -410,9 +410,7 @@ impl Sandbox {
         if let Some(g) = jail.and_then(|j| j.group.as_ref()) {
             g.enter_before_exec(&mut cmd);
         }
-        cmd.arg("--")
-            .arg(program)
-            .args(args);
+        cmd.arg("--").arg(program).args(args);
         cmd
     }
 
@@ -487,7 +485,8 @@ pub struct ScratchMount {
 impl ScratchMount {
     pub fn mount(dir: &Path, bytes: u64) -> Result<ScratchMount, String> {
         use std::os::unix::ffi::OsStrExt;
-        let target = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+        let target =
+            std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
         let opts = std::ffi::CString::new(format!("size={bytes},mode=0700")).expect("no NUL");
         // SAFETY: mount(2) with NUL-terminated strings that outlive the call.
         let rc = unsafe {
@@ -575,7 +574,10 @@ impl Jail {
         if !supports_size(&sb.bwrap) {
             missing.push((
                 "sized_tmpfs",
-                format!("{} does not know --size (bubblewrap < 0.8)", sb.bwrap.display()),
+                format!(
+                    "{} does not know --size (bubblewrap < 0.8)",
+                    sb.bwrap.display()
+                ),
             ));
         }
         Jail {

@@ -137,10 +137,7 @@ pub fn programs() -> Result<Vec<BpfProgram>, SeccompError> {
         arch()?,
     )
     .map_err(compile_err)?;
-    Ok(vec![
-        program()?,
-        clone3.try_into().map_err(compile_err)?,
-    ])
+    Ok(vec![program()?, clone3.try_into().map_err(compile_err)?])
 }
 
 /// The program as the bytes the kernel (and bwrap) read: `struct sock_filter` after another.
@@ -189,7 +186,15 @@ mod tests {
         assert_eq!(progs.len(), 2);
         assert!(progs[0].len() > denied().len());
         let names: Vec<&str> = denied().iter().map(|(n, _)| *n).collect();
-        for n in ["ptrace", "mount", "keyctl", "bpf", "perf_event_open", "unshare", "setns"] {
+        for n in [
+            "ptrace",
+            "mount",
+            "keyctl",
+            "bpf",
+            "perf_event_open",
+            "unshare",
+            "setns",
+        ] {
             assert!(names.contains(&n), "{n}");
         }
         assert_eq!(bytes(&progs[0]).len(), progs[0].len() * 8);
