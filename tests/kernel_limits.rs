@@ -219,15 +219,38 @@ fn a_write_past_the_scratch_size_fails() {
         return;
     };
     let big = scratch.path().join("big");
-    // An unlinked file held open counts as well: first 12 MiB of it, then 12 MiB visible.
+    // An unlinked file held open counts as well: first 12 MiB of it, then 12 MiB visible;
+    // then it waits, the hidden file still open, as a worker does until its answer is taken.
     let script = format!(
         "exec 3>{dir}/hidden; rm {dir}/hidden; head -c 12M /dev/zero >&3; \
-         head -c 12M /dev/zero > {big}; echo wrote=$?",
+         head -c 12M /dev/zero > {big}; echo wrote=$?; sleep 30",
         dir = scratch.path().display(),
         big = big.display()
     );
-    let child = start(&sb, scratch.path(), Some(&jail), &script);
-    let (_, text) = output(child, Duration::from_secs(60));
+    let mut child = start(&sb, scratch.path(), Some(&jail), &script);
+    let mut text = String::new();
+    {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
+        while !text.contains("wrote=") {
+            let mut l = String::new();
+            if lines.read_line(&mut l).unwrap() == 0 {
+                break;
+            }
+            text.push_str(&l);
+        }
+    }
+    // What `Jail::take_products` looks at, at the answer: the mount is full now.
+    assert!(
+        jail.check_scratch(),
+        "scratch not full while running: {text}"
+    );
+    if let Some(g) = &jail.group {
+        g.kill_all();
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
     assert!(
         !text.contains("wrote=0"),
         "24 MiB fit in {SCRATCH_MB} MiB: {text}"
@@ -238,6 +261,25 @@ fn a_write_past_the_scratch_size_fails() {
     );
     let len = std::fs::metadata(&big).map(|m| m.len()).unwrap_or(0);
     assert!(len < SCRATCH_MB << 20, "{len} bytes written");
+    assert_eq!(hit(&jail), ["scratch"], "{}", jail.json());
+    // A step that failed of it is reported as stopped at the limit, what it said kept.
+    let mut out = StepOutput::new(
+        "compile_error",
+        serde_json::json!({"reasons": ["OSError: [Errno 28] No space left on device"]}),
+    );
+    jail.annotate(&mut out, &Default::default());
+    assert_eq!(out.status, "crashed");
+    assert!(out.infra);
+    let why = out.result["reasons"][0].as_str().unwrap();
+    assert!(
+        why.contains("sandbox scratch folder") && why.contains("reported compile_error"),
+        "{why}"
+    );
+    // A rejection stays a rejection.
+    let mut out = StepOutput::new("rejected", serde_json::json!({"reasons": ["forged"]}));
+    jail.annotate(&mut out, &Default::default());
+    assert_eq!(out.status, "rejected");
+    assert_eq!(out.result["reasons"][0], "forged");
     drop(jail);
     // Unmounted: the folder is the host's again and empty.
     assert!(!big.exists());

@@ -511,6 +511,33 @@ impl ScratchMount {
     }
 }
 
+/// A scratch mount with less than this free counts as filled: the kernel refused a write there
+/// (a write that does not fit fills the tmpfs to its last page before it fails).
+pub const SCRATCH_FULL_SLACK: u64 = 64 << 10;
+
+impl ScratchMount {
+    /// (bytes in use, bytes free) on the mount, if it can be measured.
+    pub fn usage(&self) -> Option<(u64, u64)> {
+        use std::os::unix::ffi::OsStrExt;
+        let t = std::ffi::CString::new(self.dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statvfs(2) into a zeroed struct, on a NUL-terminated path.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(t.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        let unit = st.f_frsize as u64;
+        let total = st.f_blocks as u64 * unit;
+        let free = st.f_bavail as u64 * unit;
+        Some((total.saturating_sub(free), free))
+    }
+
+    /// Whether the mount is full: a write past the scratch limit was refused.
+    pub fn full(&self) -> bool {
+        self.usage()
+            .is_some_and(|(_, free)| free < SCRATCH_FULL_SLACK)
+    }
+}
+
 impl Drop for ScratchMount {
     fn drop(&mut self) {
         use std::os::unix::ffi::OsStrExt;
@@ -538,6 +565,9 @@ pub struct Jail {
     pub products: Option<(PathBuf, PathBuf, bool)>,
     /// What [`Jail::take_products`] took.
     pub taken: std::sync::Mutex<Option<super::products::Collected>>,
+    /// The scratch mount was seen full ([`Jail::check_scratch`]): a file unlinked while open
+    /// frees its pages when the sandbox ends, so it is looked at while the processes live.
+    pub scratch_filled: std::sync::atomic::AtomicBool,
 }
 
 impl Jail {
@@ -588,6 +618,7 @@ impl Jail {
             missing,
             products: None,
             taken: Default::default(),
+            scratch_filled: Default::default(),
         }
     }
 
@@ -605,6 +636,7 @@ impl Jail {
         if let Some(g) = &self.group {
             g.freeze(true);
         }
+        self.check_scratch();
         *taken = Some(if *export {
             super::products::collect_export(out, dest)
         } else {
@@ -613,6 +645,16 @@ impl Jail {
         if let Some(g) = &self.group {
             g.freeze(false);
         }
+    }
+
+    /// Note whether the scratch mount is full now (kept: see [`Jail::scratch_filled`]).
+    pub fn check_scratch(&self) -> bool {
+        let full = self.mount.as_ref().is_some_and(ScratchMount::full);
+        if full {
+            self.scratch_filled
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        full
     }
 
     /// Put the kernel's account and the products' into a sandboxed step's result:
@@ -626,6 +668,39 @@ impl Jail {
         let serde_json::Value::Object(m) = &mut out.result else {
             return;
         };
+        let scratch_hit = limits["hit"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x == "scratch"));
+        // A step that failed once its scratch mount was full failed of the limit (as when jb
+        // killed a worker past it): crashed, an infrastructure failure, with what it reported
+        // kept in the reason. A rejection, a timeout or a success stays what it was.
+        use crate::outcome::StepStatus as S;
+        if scratch_hit
+            && matches!(
+                out.status,
+                S::CompileError
+                    | S::RuntimeError
+                    | S::Error
+                    | S::Failed
+                    | S::Incorrect
+                    | S::Crashed
+            )
+        {
+            let why = format!(
+                "filled its sandbox scratch folder: the kernel refused writes past its limit of {} MiB (the step then reported {})",
+                scratch_limit() >> 20,
+                out.status.as_str()
+            );
+            out.status = S::Crashed;
+            out.infra = true;
+            m.insert("status".into(), serde_json::json!("crashed"));
+            match m.get_mut("reasons").and_then(|r| r.as_array_mut()) {
+                Some(r) => r.insert(0, serde_json::json!(why)),
+                None => {
+                    m.insert("reasons".into(), serde_json::json!([why]));
+                }
+            }
+        }
         if memory_hit && out.status == "crashed" {
             let why = format!(
                 "stopped by the kernel at its memory limit of {} MiB (shared memory, tmpfs and scratch included)",
@@ -671,6 +746,13 @@ impl Jail {
             if g.hit_pids_limit() {
                 hit.push("pids");
             }
+        }
+        if self.check_scratch()
+            || self
+                .scratch_filled
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            hit.push("scratch");
         }
         serde_json::json!({
             "enforced": enforced,
