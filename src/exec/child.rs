@@ -81,6 +81,12 @@ pub fn rss_mb(pid: u32) -> u64 {
 /// and no core dumps. Spawn it with [`spawn_tied`]: the death signal follows the spawning
 /// *thread*, so the spawn must happen on a thread that lives as long as jb.
 pub fn die_with_jb(cmd: &mut Command) {
+    die_with_jb_keeping(cmd, None);
+}
+
+/// [`die_with_jb`], but the descriptor `keep` (say the seccomp filter that bubblewrap reads with
+/// `--seccomp FD`) stays open across the exec; every other descriptor from 3 up is still closed.
+pub fn die_with_jb_keeping(cmd: &mut Command, keep: Option<i32>) {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: only async-signal-safe calls (prctl, getppid, setrlimit, _exit) after fork.
     unsafe {
@@ -113,6 +119,11 @@ pub fn die_with_jb(cmd: &mut Command) {
                 libc::c_uint::MAX,
                 CLOSE_RANGE_CLOEXEC,
             );
+            if let Some(fd) = keep {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
@@ -122,9 +133,14 @@ type SpawnJob = (Command, mpsc::Sender<std::io::Result<Child>>);
 
 /// Spawn `cmd` tied to jb's life ([`die_with_jb`]) from a thread that never exits, so a pooled
 /// worker does not die with the (short-lived) scheduler thread that happened to start it.
-pub fn spawn_tied(mut cmd: Command) -> std::io::Result<Child> {
+pub fn spawn_tied(cmd: Command) -> std::io::Result<Child> {
+    spawn_tied_keeping(cmd, None)
+}
+
+/// [`spawn_tied`], keeping the descriptor `keep` open in the child ([`die_with_jb_keeping`]).
+pub fn spawn_tied_keeping(mut cmd: Command, keep: Option<i32>) -> std::io::Result<Child> {
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
-    die_with_jb(&mut cmd);
+    die_with_jb_keeping(&mut cmd, keep);
     let tx = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnJob>();
         std::thread::Builder::new()

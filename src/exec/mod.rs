@@ -3,11 +3,13 @@
 //! the engine be tested without Python.
 
 pub mod builtin;
+pub mod cgroup;
 pub mod child;
 pub mod command;
 pub mod devices;
 pub mod dispatch;
 pub mod fake;
+pub mod products;
 pub mod python;
 pub mod ray;
 pub mod recheck;
@@ -15,6 +17,7 @@ pub mod request;
 pub mod results;
 pub mod route;
 pub mod sandbox;
+pub mod seccomp;
 pub mod stderr_tail;
 
 use std::collections::BTreeMap;

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::child::{kill_group, rss_mb, spawn_tied};
+use super::child::{kill_group, rss_mb, spawn_tied_keeping};
 use super::recheck;
 use super::route::{self, Route};
-use super::sandbox::{self, Sandbox, SandboxMode, Trust};
+use super::sandbox::{self, Jail, Sandbox, SandboxMode, Trust};
 use super::{CancelFlag, StepOutput, StepRequest};
 use crate::contract::worker::{self as protocol, Answer, Outcome, Ready};
 use crate::pipeline::StepKind;
@@ -67,16 +67,17 @@ impl Worker {
     pub fn start(
         spec: &WorkerSpec,
         startup_timeout: Duration,
-        jail: Option<(&Sandbox, &Path)>,
+        jail: Option<(&Sandbox, &Path, &Jail)>,
         cancel: &CancelFlag,
     ) -> Result<Worker, String> {
         let mut cmd = match jail {
-            Some((sb, scratch)) => sb.command(
+            Some((sb, scratch, j)) => sb.command(
                 scratch,
                 &spec.cwd,
                 &spec.env,
                 &spec.python,
                 &["-u", "-m", "jb.worker"],
+                Some(j),
             ),
             None => {
                 let mut cmd = Command::new(&spec.python);
@@ -100,7 +101,7 @@ impl Worker {
         } else {
             "the worker"
         };
-        let mut child = spawn_tied(cmd)
+        let mut child = spawn_tied_keeping(cmd, jail.and_then(|(_, _, j)| j.keep_fd()))
             .map_err(|e| format!("cannot start {what} ({}): {e}", spec.python.display()))?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
@@ -131,7 +132,7 @@ impl Worker {
             }
         });
         let mut w = Worker {
-            scratch: jail.map(|(_, scratch)| (scratch.to_path_buf(), Instant::now())),
+            scratch: jail.map(|(_, scratch, _)| (scratch.to_path_buf(), Instant::now())),
             child,
             stdin,
             lines: rx,
@@ -318,8 +319,9 @@ enum Placement<'a> {
     Pooled,
     /// A fresh worker without the sandbox, discarded afterwards.
     Fresh,
-    /// A fresh worker inside the sandbox, this scratch folder its one writable place.
-    Jailed(&'a Sandbox, &'a Path),
+    /// A fresh worker inside the sandbox, this scratch folder its one writable place, under
+    /// the kernel's limits of this jail.
+    Jailed(&'a Sandbox, &'a Path, &'a Jail),
 }
 
 impl Placement<'_> {
@@ -410,7 +412,7 @@ impl PythonExecutor {
             drop(pool);
         }
         let jail = match placement {
-            Placement::Jailed(sb, scratch) => Some((sb, scratch)),
+            Placement::Jailed(sb, scratch, j) => Some((sb, scratch, j)),
             _ => None,
         };
         let mut spec = self.spec.clone();
@@ -487,6 +489,9 @@ impl PythonExecutor {
         };
         let pid = w.pid();
         let answer = w.request(op, args, timeout, memory_mb, cancel);
+        if let (Placement::Jailed(_, _, j), Ok(_)) = (placement, &answer) {
+            j.take_products();
+        }
         let forged = match (&answer, fresh) {
             (Ok(_), true) => w.epilogue(cancel).err(),
             _ => None,
@@ -724,11 +729,17 @@ impl PythonExecutor {
     ) -> Result<StepOutput, String> {
         let scratch = sandbox::scratch_dir(&req.project.cache_dir)
             .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
+        let staging = super::products::staging(scratch.path())
+            .map_err(|e| format!("cannot create a products folder: {e}"))?;
+        // The kernel's limits first: the sized scratch mount goes over the empty folder.
+        let mut jail = Jail::start(sb, scratch.path(), memory);
         let out_dir = scratch.path().join("out");
         let cand_dir = scratch.path().join("candidate");
         for d in [&out_dir, &cand_dir] {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
+        let export = req.step.kind == StepKind::Export;
+        jail.products = Some((out_dir.clone(), staging.path().to_path_buf(), export));
         if let Some(Value::Object(imp)) = args.get_mut("impl") {
             if let Some(path) = imp.get("path").and_then(Value::as_str) {
                 let src = req.project.root.join(path);
@@ -741,22 +752,35 @@ impl PythonExecutor {
             }
         }
         args.insert("out_dir".into(), json!(out_dir));
-        let out = self.call_on(
+        let mut out = self.call_on(
             req.step.kind.as_str(),
             Value::Object(args),
-            Placement::Jailed(sb, scratch.path()),
+            Placement::Jailed(sb, scratch.path(), &jail),
             req.device,
             timeout,
             memory,
             &req.cancel,
         );
-        for (name, path) in regular_files(&out_dir) {
-            let dest = req.out_dir.join(&name);
+        // No answer (crashed, killed, timed out): what is left, once nothing runs any more.
+        if let Some(g) = &jail.group {
+            g.kill_all();
+        }
+        jail.take_products();
+        let taken = jail
+            .taken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        jail.annotate(&mut out, &taken);
+        drop(jail);
+        for name in &taken.kept {
+            let (src, dest) = (staging.path().join(name), req.out_dir.join(name));
             if let Some(parent) = dest.parent() {
                 let _ = std::fs::create_dir_all(parent);
             }
-            if std::fs::rename(&path, &dest).is_err() {
-                std::fs::copy(&path, &dest)
+            if std::fs::rename(&src, &dest).is_err() {
+                std::fs::copy(&src, &dest)
                     .map_err(|e| format!("moving {name} out of the sandbox: {e}"))?;
             }
         }

@@ -297,6 +297,9 @@ impl Sandbox {
             push(&mut a, &[&"--remount-ro", c]);
         }
         push(&mut a, &[&"--bind", &scratch, &scratch]);
+        // The sandbox's root is bubblewrap's own tmpfs, unsized: nothing may be written there
+        // (only /tmp, /dev/shm, both sized, and the scratch folder are writable).
+        push(&mut a, &[&"--remount-ro", &"/"]);
         push(
             &mut a,
             &[
@@ -380,7 +383,9 @@ impl Sandbox {
         a
     }
 
-    /// A command running `program args` inside the sandbox, `scratch` its one writable folder.
+    /// A command running `program args` inside the sandbox, `scratch` its one writable folder,
+    /// under the kernel-enforced limits of `jail` where given (spawn it with
+    /// [`super::child::spawn_tied_keeping`] and [`Jail::keep_fd`]).
     pub fn command(
         &self,
         scratch: &Path,
@@ -388,6 +393,7 @@ impl Sandbox {
         env: &[(String, String)],
         program: &Path,
         args: &[&str],
+        jail: Option<&Jail>,
     ) -> Command {
         // Its folder as bound (a link to the environment, say `cache/pyenv` pointing elsewhere,
         // is not there); the file itself stays a link (a venv's python must be called by its
@@ -397,10 +403,14 @@ impl Sandbox {
             _ => program.to_path_buf(),
         };
         let mut cmd = Command::new(&self.bwrap);
-        cmd.args(self.bwrap_args(scratch, cwd, env))
-            .arg("--")
-            .arg(program)
-            .args(args);
+        cmd.args(self.bwrap_args(scratch, cwd, env));
+        if let Some(fd) = jail.and_then(Jail::keep_fd) {
+            cmd.arg("--seccomp").arg(fd.to_string());
+        }
+        if let Some(g) = jail.and_then(|j| j.group.as_ref()) {
+            g.enter_before_exec(&mut cmd);
+        }
+        cmd.arg("--").arg(program).args(args);
         cmd
     }
 
@@ -418,6 +428,7 @@ impl Sandbox {
                 &[],
                 Path::new("/bin/sh"),
                 &["-c", "exit 0"],
+                None,
             )
             .stdin(Stdio::null())
             .output();
@@ -437,6 +448,319 @@ impl Sandbox {
                 message: e.to_string(),
             }),
         }
+    }
+}
+
+/// The memory a sandbox gets when its step names none: half the machine's, at most 16 GiB.
+pub fn default_memory_bytes() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(32 << 30, |kb| kb << 10);
+    (total / 2).min(16 << 30)
+}
+
+/// The limits of one sandbox that the kernel enforces, and which of them this host could not.
+pub const LIMIT_NAMES: &[&str] = &[
+    "cgroup_memory",
+    "cgroup_pids",
+    "sized_tmpfs",
+    "sized_scratch",
+    "seccomp",
+    "user_namespace",
+];
+
+/// A tmpfs of a fixed size mounted over the scratch folder (so a file unlinked while open
+/// still counts against it, and its pages against the sandbox's memory group); unmounted when
+/// dropped.
+#[derive(Debug)]
+pub struct ScratchMount {
+    dir: PathBuf,
+}
+
+impl ScratchMount {
+    pub fn mount(dir: &Path, bytes: u64) -> Result<ScratchMount, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let target =
+            std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+        let opts = std::ffi::CString::new(format!("size={bytes},mode=0700")).expect("no NUL");
+        // SAFETY: mount(2) with NUL-terminated strings that outlive the call.
+        let rc = unsafe {
+            libc::mount(
+                c"jb-scratch".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                opts.as_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "cannot mount a {} MiB tmpfs on the scratch folder: {}",
+                bytes >> 20,
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(ScratchMount {
+            dir: dir.to_path_buf(),
+        })
+    }
+}
+
+/// A scratch mount with less than this free counts as filled: the kernel refused a write there
+/// (a write that does not fit fills the tmpfs to its last page before it fails).
+pub const SCRATCH_FULL_SLACK: u64 = 64 << 10;
+
+impl ScratchMount {
+    /// (bytes in use, bytes free) on the mount, if it can be measured.
+    pub fn usage(&self) -> Option<(u64, u64)> {
+        use std::os::unix::ffi::OsStrExt;
+        let t = std::ffi::CString::new(self.dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statvfs(2) into a zeroed struct, on a NUL-terminated path.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(t.as_ptr(), &mut st) } != 0 {
+            return None;
+        }
+        let unit = st.f_frsize as u64;
+        let total = st.f_blocks as u64 * unit;
+        let free = st.f_bavail as u64 * unit;
+        Some((total.saturating_sub(free), free))
+    }
+
+    /// Whether the mount is full: a write past the scratch limit was refused.
+    pub fn full(&self) -> bool {
+        self.usage()
+            .is_some_and(|(_, free)| free < SCRATCH_FULL_SLACK)
+    }
+}
+
+impl Drop for ScratchMount {
+    fn drop(&mut self) {
+        use std::os::unix::ffi::OsStrExt;
+        if let Ok(t) = std::ffi::CString::new(self.dir.as_os_str().as_bytes()) {
+            // SAFETY: umount2(2) on a path we mounted.
+            unsafe {
+                libc::umount2(t.as_ptr(), libc::MNT_DETACH);
+            }
+        }
+    }
+}
+
+/// What the kernel enforces around one sandboxed worker: its control group (memory with
+/// shared memory and tmpfs, processes), a sized scratch mount and the seccomp filter. Made
+/// before the worker starts; dropping it kills whatever is left in the group and unmounts.
+#[derive(Debug)]
+pub struct Jail {
+    pub group: Option<super::cgroup::Group>,
+    pub seccomp: Option<std::fs::File>,
+    pub mount: Option<ScratchMount>,
+    pub memory_bytes: u64,
+    /// The limits of [`LIMIT_NAMES`] this host could not enforce, with why.
+    pub missing: Vec<(&'static str, String)>,
+    /// Where the products are taken from and to at the answer: (out_dir, staging, export?).
+    pub products: Option<(PathBuf, PathBuf, bool)>,
+    /// What [`Jail::take_products`] took.
+    pub taken: std::sync::Mutex<Option<super::products::Collected>>,
+    /// The scratch mount was seen full ([`Jail::check_scratch`]): a file unlinked while open
+    /// frees its pages when the sandbox ends, so it is looked at while the processes live.
+    pub scratch_filled: std::sync::atomic::AtomicBool,
+}
+
+impl Jail {
+    /// Set up the limits for a sandbox whose scratch folder is `scratch` (still empty: a tmpfs
+    /// goes over it) and whose step allows `memory_mb` (else [`default_memory_bytes`]).
+    pub fn start(sb: &Sandbox, scratch: &Path, memory_mb: Option<u64>) -> Jail {
+        let memory_bytes = memory_mb.map_or_else(default_memory_bytes, |m| m << 20);
+        let mut missing = Vec::new();
+        let group = match super::cgroup::Group::create(super::cgroup::Limits {
+            memory_bytes,
+            pids: super::cgroup::PIDS_MAX,
+        }) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                missing.push(("cgroup_memory", e.to_string()));
+                missing.push(("cgroup_pids", e.to_string()));
+                None
+            }
+        };
+        let mount = match ScratchMount::mount(scratch, scratch_limit()) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                missing.push(("sized_scratch", e));
+                None
+            }
+        };
+        let seccomp = match super::seccomp::filter_file() {
+            Ok(f) => Some(f),
+            Err(e) => {
+                missing.push(("seccomp", e.to_string()));
+                None
+            }
+        };
+        if !supports_size(&sb.bwrap) {
+            missing.push((
+                "sized_tmpfs",
+                format!(
+                    "{} does not know --size (bubblewrap < 0.8)",
+                    sb.bwrap.display()
+                ),
+            ));
+        }
+        Jail {
+            group,
+            seccomp,
+            mount,
+            memory_bytes,
+            missing,
+            products: None,
+            taken: Default::default(),
+            scratch_filled: Default::default(),
+        }
+    }
+
+    /// At the sandbox's answer: stop its processes, copy its declared products out (see
+    /// [`super::products`]), let them go on (to answer the shutdown). Once only: what it writes
+    /// later is never read.
+    pub fn take_products(&self) {
+        let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
+        let Some((out, dest, export)) = &self.products else {
+            return;
+        };
+        if taken.is_some() {
+            return;
+        }
+        if let Some(g) = &self.group {
+            g.freeze(true);
+        }
+        self.check_scratch();
+        *taken = Some(if *export {
+            super::products::collect_export(out, dest)
+        } else {
+            super::products::collect_all(out, dest)
+        });
+        if let Some(g) = &self.group {
+            g.freeze(false);
+        }
+    }
+
+    /// Note whether the scratch mount is full now (kept: see [`Jail::scratch_filled`]).
+    pub fn check_scratch(&self) -> bool {
+        let full = self.mount.as_ref().is_some_and(ScratchMount::full);
+        if full {
+            self.scratch_filled
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        full
+    }
+
+    /// Put the kernel's account and the products' into a sandboxed step's result:
+    /// `kernel_limits` (see [`Jail::json`]), `discarded_files`, `discarded_bytes`,
+    /// `refused_products`; a crash at the memory limit says so.
+    pub fn annotate(&self, out: &mut super::StepOutput, taken: &super::products::Collected) {
+        let limits = self.json();
+        let memory_hit = limits["hit"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x == "memory"));
+        let serde_json::Value::Object(m) = &mut out.result else {
+            return;
+        };
+        let scratch_hit = limits["hit"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|x| x == "scratch"));
+        // A step that failed once its scratch mount was full failed of the limit (as when jb
+        // killed a worker past it): crashed, an infrastructure failure, with what it reported
+        // kept in the reason. A rejection, a timeout or a success stays what it was.
+        use crate::outcome::StepStatus as S;
+        if scratch_hit
+            && matches!(
+                out.status,
+                S::CompileError
+                    | S::RuntimeError
+                    | S::Error
+                    | S::Failed
+                    | S::Incorrect
+                    | S::Crashed
+            )
+        {
+            let why = format!(
+                "filled its sandbox scratch folder: the kernel refused writes past its limit of {} MiB (the step then reported {})",
+                scratch_limit() >> 20,
+                out.status.as_str()
+            );
+            out.status = S::Crashed;
+            out.infra = true;
+            m.insert("status".into(), serde_json::json!("crashed"));
+            match m.get_mut("reasons").and_then(|r| r.as_array_mut()) {
+                Some(r) => r.insert(0, serde_json::json!(why)),
+                None => {
+                    m.insert("reasons".into(), serde_json::json!([why]));
+                }
+            }
+        }
+        if memory_hit && out.status == "crashed" {
+            let why = format!(
+                "stopped by the kernel at its memory limit of {} MiB (shared memory, tmpfs and scratch included)",
+                self.memory_bytes >> 20
+            );
+            match m.get_mut("reasons").and_then(|r| r.as_array_mut()) {
+                Some(r) => r.insert(0, serde_json::json!(why)),
+                None => {
+                    m.insert("reasons".into(), serde_json::json!([why]));
+                }
+            }
+        }
+        if let serde_json::Value::Object(p) = taken.json() {
+            m.extend(p);
+        }
+        m.insert("kernel_limits".into(), limits);
+    }
+
+    /// The descriptor of the seccomp filter, to be inherited by bubblewrap.
+    pub fn keep_fd(&self) -> Option<i32> {
+        use std::os::fd::AsRawFd;
+        self.seccomp.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// The account put into the step's result: which limits the kernel enforced, which it
+    /// could not here, and which it hit.
+    pub fn json(&self) -> serde_json::Value {
+        let enforced: Vec<&str> = LIMIT_NAMES
+            .iter()
+            .copied()
+            .filter(|n| !self.missing.iter().any(|(m, _)| m == n))
+            .collect();
+        let missing: serde_json::Map<String, serde_json::Value> = self
+            .missing
+            .iter()
+            .map(|(n, why)| (n.to_string(), serde_json::json!(why)))
+            .collect();
+        let mut hit = Vec::new();
+        if let Some(g) = &self.group {
+            if g.hit_memory_limit() {
+                hit.push("memory");
+            }
+            if g.hit_pids_limit() {
+                hit.push("pids");
+            }
+        }
+        if self.check_scratch()
+            || self
+                .scratch_filled
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            hit.push("scratch");
+        }
+        serde_json::json!({
+            "enforced": enforced,
+            "not_enforced": missing,
+            "memory_mb": self.memory_bytes >> 20,
+            "pids_max": super::cgroup::PIDS_MAX,
+            "hit": hit,
+        })
     }
 }
 
