@@ -42,7 +42,8 @@ def test_fingerprint():
 def test_peak_small():
     r = peak.run({"matmul_n": 256, "bandwidth_mib": 16})
     # How fast this machine is right now is not asserted; what the peak is made of is.
-    assert r["flops_per_s"] == r["matmul_flops_per_s"]["bf16_f32acc"] and r["bandwidth_bytes"] == 16 * 2**20
+    # The peak is the faster dtype, whichever that is on this machine (on a busy CPU either can win).
+    assert r["flops_per_s"] == max(r["matmul_flops_per_s"].values()) and r["bandwidth_bytes"] == 16 * 2**20
     assert all(math.isfinite(v) and v > 0 for v in (r["flops_per_s"], r["bytes_per_s"]))
     assert set(r["matmul_flops_per_s"]) == {"bf16_f32acc", "f32"}
 
