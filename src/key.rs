@@ -187,6 +187,11 @@ pub const VOLATILE_FIELDS: &[&str] = &[
     "speedup_vs_xla",
     "speedup_vs_handtuned",
     "seeds",
+    // Where a sandboxed step ran and what it left behind (src/exec/sandbox.rs Jail::json, the
+    // products' account): a Ray node's jail differs from this machine's, the program does not.
+    "kernel_limits",
+    "discarded_files",
+    "discarded_bytes",
 ];
 
 /// The digest of a step's output: its result without volatile fields, plus its files.

@@ -349,6 +349,16 @@ fn builds_on_a_cluster_match_local_ones_and_survive_a_lost_node() {
                 .is_some_and(|b| b.ends_with("bwrap")),
             "in the node's bubblewrap: {e:#}"
         );
+        // Under the same seccomp filter as locally (one architecture here), the account saying
+        // which limits the node only polls.
+        let limits = &e["result"]["kernel_limits"];
+        assert!(
+            limits["enforced"]
+                .as_array()
+                .is_some_and(|l| l.contains(&Value::from("seccomp"))),
+            "{e:#}"
+        );
+        assert!(limits["not_enforced"]["cgroup_memory"].is_string(), "{e:#}");
     }
     assert!(
         others.iter().all(remote),

@@ -143,7 +143,7 @@ def _rewrite(value, roots: dict):
 class _Worker:
     """One ``python -m jb.worker`` child speaking the worker protocol."""
 
-    def __init__(self, root: str, env: dict, argv: list | None = None, preexec_fn=None):
+    def __init__(self, root: str, env: dict, argv: list | None = None, preexec_fn=None, pass_fds=()):
         """``argv``: how to start the worker (default: this interpreter, outside any sandbox,
         with ``env`` added to this process's environment); with ``argv`` the worker gets
         ``env`` as its whole environment."""
@@ -160,7 +160,7 @@ class _Worker:
         self.proc = subprocess.Popen(
             argv, cwd=root, env=full_env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1, start_new_session=True, preexec_fn=preexec_fn,
+            text=True, bufsize=1, start_new_session=True, preexec_fn=preexec_fn, pass_fds=tuple(pass_fds),
         )
         self.requests = 0
         self.next_id = 1
@@ -231,8 +231,8 @@ class _Worker:
 
 
 def _start_worker(root: str, env: dict, timeout: float = 300.0, argv: list | None = None,
-                  preexec_fn=None) -> _Worker:
-    w = _Worker(root, env, argv, preexec_fn)
+                  preexec_fn=None, pass_fds=()) -> _Worker:
+    w = _Worker(root, env, argv, preexec_fn, pass_fds)
     try:
         ready = w.read(lambda m: m.get("event") == "ready", timeout)
     except RuntimeError as exc:

@@ -31,11 +31,13 @@ import glob
 import hashlib
 import json
 import os
+import platform
 import resource
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 from jb.ray_node import WORKER_PROTOCOL, _collect_regular, _node_identity, _rewrite, _scratch, _start_worker, materialize, node_dir
 
@@ -124,6 +126,31 @@ def _limits(policy: dict):
         for which, value in rlimits:
             resource.setrlimit(which, (value, value))
     return apply
+
+
+def seccomp_fd(policy: dict):
+    """The driver's seccomp filter (compiled by jb, src/exec/seccomp.rs) in an unlinked file for
+    bubblewrap's ``--seccomp``, and why not when it cannot be loaded here: ``(fd, None)`` or
+    ``(None, reason)``. The filter is machine code for one architecture: a node of another gets
+    none, and the step's ``kernel_limits`` says so."""
+    sec = policy.get("seccomp")
+    if not sec:
+        return None, "the driver sent no seccomp filter"
+    if sec.get("error"):
+        return None, f"the driver could not compile its seccomp filter: {sec['error']}"
+    here = platform.machine()
+    if sec.get("arch") != here:
+        return None, f"the driver's seccomp filter is for {sec.get('arch')}, this node is {here}"
+    data = bytes.fromhex(sec.get("filter_hex") or "")
+    if not data or len(data) % 8:
+        return None, "the driver's seccomp filter is malformed"
+    f = tempfile.TemporaryFile()
+    f.write(data)
+    f.flush()
+    f.seek(0)
+    fd = os.dup(f.fileno())
+    f.close()
+    return fd, None
 
 
 def probe(policy: dict) -> dict:
@@ -232,6 +259,27 @@ def _epilogue(worker) -> str | None:
     return None
 
 
+def _signal_tree(pid: int, sig: int, rounds: int = 3) -> None:
+    """Send ``sig`` to ``pid`` and every descendant (the sandbox runs ``--new-session``, so its
+    processes are not in bwrap's group); repeated so a child forked meanwhile is reached too."""
+    for _ in range(rounds):
+        for p in [pid, *_tree(pid)]:
+            try:
+                os.kill(p, sig)
+            except OSError:
+                pass
+
+
+def _taken_at_answer(worker, out_dir: str) -> dict:
+    """The regular files of ``out_dir`` read while the sandbox's processes are stopped."""
+    pid = worker.proc.pid
+    _signal_tree(pid, signal.SIGSTOP)
+    try:
+        return _collect_regular(out_dir)
+    finally:
+        _signal_tree(pid, signal.SIGCONT, rounds=1)
+
+
 def run(req: dict, manifest, blob_refs) -> dict:
     """One op of candidate code (``req["op"]``, e.g. export) in a fresh sandboxed worker here."""
     node = _node_identity()
@@ -246,6 +294,7 @@ def run(req: dict, manifest, blob_refs) -> dict:
     os.makedirs(out_dir)
     os.makedirs(cand_dir)
     worker = None
+    filter_fd = None
     try:
         roots = {req["project_root"]: root, **{k: os.path.join(root, v) for k, v in req.get("external", {}).items()}}
         args = _rewrite(req["args"], roots)
@@ -259,12 +308,16 @@ def run(req: dict, manifest, blob_refs) -> dict:
                 shutil.copyfile(src, copy)
                 imp["path"] = copy
         python = os.path.join(pyenv(), "bin", "python")
-        argv = [verdict["bwrap"], *expand(policy, verdict, root, scratch), "--", python, "-u", "-m", "jb.worker"]
+        filter_fd, no_seccomp = seccomp_fd(policy)
+        seccomp_args = ["--seccomp", str(filter_fd)] if filter_fd is not None else []
+        argv = [verdict["bwrap"], *expand(policy, verdict, root, scratch), *seccomp_args,
+                "--", python, "-u", "-m", "jb.worker"]
         timeout = float(req.get("timeout_s") or 1800)
         memory_mb = req.get("memory_mb")
         scratch_bytes = int(policy["scratch_bytes"])
         try:
-            worker = _start_worker(root, {}, 300.0, argv, _limits(policy))
+            worker = _start_worker(root, {}, 300.0, argv, _limits(policy),
+                                   pass_fds=(filter_fd,) if filter_fd is not None else ())
         except RuntimeError as exc:
             return {"failure": "error", "message": f"the sandboxed worker did not start: {exc}", "node": node,
                     "sandbox": {"bwrap": verdict["bwrap"]}}
@@ -288,13 +341,19 @@ def run(req: dict, manifest, blob_refs) -> dict:
         if msg is None:
             return {"failure": "timeout", "message": f"no answer within {timeout:.0f} s; worker killed",
                     "stderr_tail": worker.tail(), "node": node}
+        # The files are taken at the answer, with the sandbox's processes stopped (as locally,
+        # where its cgroup is frozen): what an exit hook writes afterwards is never read.
+        files = _taken_at_answer(worker, out_dir)
         forged = _epilogue(worker)
         tail = worker.tail()
         if forged:
             return {"forged": forged, "claimed": msg.get("result"), "stderr_tail": tail, "node": node}
-        return {"response": msg, "stderr_tail": tail, "files": _collect_regular(out_dir), "node": node,
-                "sandbox": {"bwrap": verdict["bwrap"]}}
+        return {"response": msg, "stderr_tail": tail, "files": files, "node": node,
+                "sandbox": {"bwrap": verdict["bwrap"], "sized_tmpfs": bool(verdict.get("sized")),
+                            "seccomp": no_seccomp is None, "no_seccomp": no_seccomp}}
     finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
         if worker is not None:
             worker.kill()
         shutil.rmtree(scratch, ignore_errors=True)

@@ -55,6 +55,61 @@ pub fn node_policy(env: &[(String, String)]) -> Value {
         "scratch_bytes": sandbox::scratch_limit(),
         "rlimits": {"RLIMIT_CORE": 0},
         "pdeathsig": libc::SIGKILL,
+        "seccomp": seccomp_policy(),
+    })
+}
+
+/// The local sandbox's seccomp filter (`crate::exec::seccomp`), compiled here and shipped as
+/// the bytes bubblewrap's `--seccomp` reads, for the node to load when it has this machine's
+/// architecture (`jb.ray_sandbox.seccomp_fd`).
+fn seccomp_policy() -> Value {
+    match crate::exec::seccomp::program() {
+        Ok(p) => {
+            let hex: String = crate::exec::seccomp::bytes(&p)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            json!({"arch": std::env::consts::ARCH, "filter_hex": hex})
+        }
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+/// What the kernel enforced around a step in a node's sandbox, in the shape of the local
+/// [`sandbox::Jail::json`]: the user namespace always (bwrap cannot start without it), the
+/// sized tmpfs and the seccomp filter as the node reports; memory, process count and the
+/// scratch folder's size are polled by the node (its cgroups are not jb's to configure).
+fn node_limits(r: &Value, memory_mb: Option<u64>) -> Value {
+    let sb = r.get("sandbox").cloned().unwrap_or(json!({}));
+    let mut enforced = vec!["user_namespace"];
+    let mut missing = serde_json::Map::new();
+    let polled = "on a Ray node: polled by the node's task (jb does not configure its cgroups), not enforced by the kernel";
+    for name in ["cgroup_memory", "cgroup_pids", "sized_scratch"] {
+        missing.insert(name.into(), json!(polled));
+    }
+    if sb.get("sized_tmpfs").and_then(Value::as_bool) == Some(true) {
+        enforced.push("sized_tmpfs");
+    } else {
+        missing.insert(
+            "sized_tmpfs".into(),
+            json!("the node's bubblewrap has no --size"),
+        );
+    }
+    if sb.get("seccomp").and_then(Value::as_bool) == Some(true) {
+        enforced.push("seccomp");
+    } else {
+        let why = sb
+            .get("no_seccomp")
+            .and_then(Value::as_str)
+            .unwrap_or("the node did not say it loaded the filter");
+        missing.insert("seccomp".into(), json!(why));
+    }
+    json!({
+        "enforced": enforced,
+        "not_enforced": missing,
+        "memory_mb": memory_mb,
+        "hit": [],
+        "where": "ray_node",
     })
 }
 
@@ -89,6 +144,18 @@ impl RayExecutor {
         let timeout = req
             .timeout
             .unwrap_or_else(crate::settings::default_step_timeout);
+        // The node's files land in a staging folder; only the declared products (the export
+        // index and the programs it names, capped) go on into the step's folder, as locally
+        // (`crate::exec::products`), so the step's files and every later key are a local run's.
+        let staging = match sandbox::scratch_dir(&req.project.cache_dir) {
+            Ok(d) => d,
+            Err(e) => {
+                return StepOutput::infra(
+                    "error",
+                    format!("cannot create a folder for the node's files: {e}"),
+                )
+            }
+        };
         let request = json!({
             "op": req.step.kind.as_str(),
             "args": Value::Object(args),
@@ -97,7 +164,7 @@ impl RayExecutor {
             "memory_mb": memory_mb,
             "project_root": req.project.root,
             "python_dir": self.spec.python_dir,
-            "out_dir": req.out_dir,
+            "out_dir": staging.path(),
         });
         let driver = match self.driver() {
             Ok(d) => d,
@@ -109,6 +176,11 @@ impl RayExecutor {
         };
         if let Some(why) = r.get("no_sandbox").and_then(Value::as_str) {
             return self.export_here(req, why, &r);
+        }
+        let taken = crate::exec::products::collect_export(staging.path(), &req.out_dir);
+        let mut r = r;
+        if let Value::Object(m) = &mut r {
+            m.insert("files".into(), json!(taken.kept));
         }
         let mut out = match r.get("forged").and_then(Value::as_str) {
             // Candidate code wrote an answer of its own on the protocol pipe (as locally).
@@ -125,6 +197,10 @@ impl RayExecutor {
                 n.insert("sandbox".into(), s.clone());
             }
             m.insert("ray".into(), node);
+            m.insert("kernel_limits".into(), node_limits(&r, memory_mb));
+            if let Value::Object(acc) = taken.json() {
+                m.extend(acc);
+            }
         }
         route::settle_export(out, Some(Trust::Sandboxed))
     }
@@ -180,5 +256,35 @@ mod tests {
         assert!(markers.iter().any(|m| m.get("devices").is_some()));
         assert!(markers.iter().any(|m| m.get("passed_env_names").is_some()));
         assert_eq!(p["scratch_bytes"], json!(sandbox::scratch_limit()));
+        // The local seccomp filter travels as the bytes bwrap reads: whole instructions, the
+        // very program the local jail loads.
+        let hex = p["seccomp"]["filter_hex"].as_str().unwrap();
+        let local = crate::exec::seccomp::bytes(&crate::exec::seccomp::program().unwrap());
+        assert_eq!(hex.len(), local.len() * 2);
+        assert_eq!(hex.len() % 16, 0);
+        assert_eq!(p["seccomp"]["arch"], std::env::consts::ARCH);
+    }
+
+    #[test]
+    fn a_node_limit_not_reported_is_listed_as_not_enforced() {
+        let got = node_limits(&json!({"sandbox": {"bwrap": "/usr/bin/bwrap"}}), Some(512));
+        assert_eq!(got["enforced"], json!(["user_namespace"]));
+        for name in [
+            "cgroup_memory",
+            "cgroup_pids",
+            "sized_scratch",
+            "sized_tmpfs",
+            "seccomp",
+        ] {
+            assert!(got["not_enforced"][name].is_string(), "{name}: {got}");
+        }
+        let got = node_limits(
+            &json!({"sandbox": {"sized_tmpfs": true, "seccomp": true}}),
+            None,
+        );
+        assert_eq!(
+            got["enforced"],
+            json!(["user_namespace", "sized_tmpfs", "seccomp"])
+        );
     }
 }
