@@ -134,8 +134,13 @@ def load(path: str | os.PathLike, wl, backend: str, variants: list | tuple = ())
             reasons.append(f"{where}: a second program for variant {variant!r}")
             continue
         seen.add(_variant_key(variant))
+        data = file.read_bytes()
+        fmt = artifact.format_reasons(data)
+        if fmt:  # only what jax's own exporter writes is parsed at all (jb.artifact)
+            reasons.extend(f"{where}: {r}" for r in fmt)
+            continue
         try:
-            exported = jax.export.deserialize(bytearray(file.read_bytes()))
+            exported = jax.export.deserialize(bytearray(data))
         except Exception as exc:  # noqa: BLE001 - a corrupt artifact is the candidate's fault
             reasons.append(f"{where}: cannot be deserialized: {type(exc).__name__}: {str(exc)[:300]}")
             continue
