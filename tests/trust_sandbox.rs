@@ -481,6 +481,24 @@ fn doctor_reports_the_sandbox() {
     let v = r.json();
     assert_eq!(v["sandbox"]["ok"], true, "{}", v["sandbox"]);
     assert!(v["sandbox"]["startup_ms"].as_f64().unwrap() > 0.0);
+    // Which limits the kernel enforces here: every one is either enforced or listed with why
+    // not, and the account is the one a sandboxed step's result carries.
+    let limits = &v["sandbox"]["limits"];
+    let enforced: Vec<&str> = limits["enforced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let missing = limits["not_enforced"].as_object().unwrap();
+    for name in jb::exec::sandbox::LIMIT_NAMES {
+        assert!(
+            enforced.contains(name) != missing.contains_key(*name),
+            "{name}: {limits}"
+        );
+    }
+    assert!(enforced.contains(&"user_namespace"), "{limits}");
+    assert_eq!(limits["pids_max"], 512, "{limits}");
     let r: Run = p
         .command(&["--json", "doctor"])
         .env("JB_BWRAP", "/nonexistent/bwrap")

@@ -130,6 +130,32 @@ pub fn run(global: &GlobalOpts, args: DoctorArgs) -> anyhow::Result<i32> {
                     .map_or("bwrap".into(), |b| b.to_string_lossy()),
                 sandbox.startup_ms.unwrap_or(0.0)
             );
+            if let Some(l) = &sandbox.limits {
+                let names = |v: &Value| -> String {
+                    v.as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .unwrap_or_default()
+                };
+                println!(
+                    "limits      enforced by the kernel: {} (memory {} MiB, pids {})",
+                    names(&l["enforced"]),
+                    l["memory_mb"],
+                    l["pids_max"]
+                );
+                if let Some(m) = l["not_enforced"].as_object() {
+                    for (k, why) in m {
+                        println!(
+                            "limits      NOT enforced: {k}: {}",
+                            why.as_str().unwrap_or("?")
+                        );
+                    }
+                }
+            }
         } else {
             println!(
                 "sandbox     UNAVAILABLE: {}; jb refuses to run candidate code unless --no-sandbox is given",

@@ -59,6 +59,11 @@ pub struct SandboxReport {
     pub startup_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the kernel enforces around a sandboxed step here (`enforced`, `not_enforced` with
+    /// why, the default memory cap and pids limit): the `kernel_limits` a step's result carries,
+    /// from a jail set up and torn down as a step's is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Value>,
 }
 
 impl SandboxReport {
@@ -73,6 +78,7 @@ impl SandboxReport {
         match sb.and_then(|sb| sb.probe().map(|t| (sb, t))) {
             Ok((sb, t)) => SandboxReport {
                 ok: true,
+                limits: Some(kernel_limits(&sb, &project.cache_dir)),
                 bwrap: Some(sb.bwrap),
                 startup_ms: Some(t.as_secs_f64() * 1e3),
                 error: None,
@@ -82,8 +88,25 @@ impl SandboxReport {
                 bwrap: None,
                 startup_ms: None,
                 error: Some(e.to_string()),
+                limits: None,
             },
         }
+    }
+}
+
+/// The limits a step's jail gets here, from one set up (cgroup, sized scratch mount, seccomp
+/// filter) on a fresh scratch folder and dropped.
+fn kernel_limits(sb: &Sandbox, cache_dir: &std::path::Path) -> Value {
+    match crate::exec::sandbox::scratch_dir(cache_dir) {
+        Ok(scratch) => {
+            let jail = crate::exec::sandbox::Jail::start(sb, scratch.path(), None);
+            let mut v = jail.json();
+            if let Value::Object(m) = &mut v {
+                m.remove("hit");
+            }
+            v
+        }
+        Err(e) => serde_json::json!({"error": format!("no scratch folder to try them on: {e}")}),
     }
 }
 
@@ -112,6 +135,7 @@ mod tests {
             bwrap: Some("/usr/bin/bwrap".into()),
             startup_ms: Some(1.5),
             error: None,
+            limits: None,
         };
         let r = DoctorReport {
             fingerprint: BTreeMap::from([("jax".to_string(), "0.4".to_string())]),
@@ -135,6 +159,7 @@ mod tests {
             bwrap: None,
             startup_ms: None,
             error: Some("no bwrap".into()),
+            limits: None,
         };
         assert_eq!(
             serde_json::to_string(&failed).unwrap(),
