@@ -353,7 +353,10 @@ impl PythonExecutor {
             live: Mutex::new(Vec::new()),
             max_requests_per_worker: 40,
             default_timeout: crate::settings::default_step_timeout(),
-            default_memory_mb: None,
+            // Every worker has a memory cap, trusted ones too (a judge reading a hostile
+            // artifact or dumped output): half the host's memory, at most 16 GiB, unless the
+            // step or the command line sets one.
+            default_memory_mb: Some(super::sandbox::default_memory_bytes() >> 20),
             untrusted: None,
             mode: OnceLock::new(),
             devices: Default::default(),
