@@ -88,6 +88,10 @@ pub const ENV: &[EnvVar] = &[
         "a sandbox's scratch-disk limit in MiB",
     ),
     read(
+        "JB_PRESTART",
+        "0: do not start the next candidate's sandboxed export worker ahead (default 1)",
+    ),
+    read(
         "JB_PYTHON_DIR",
         "jb's Python package folder (default <project>/python)",
     ),

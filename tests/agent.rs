@@ -413,6 +413,25 @@ fn every_method_end_to_end_then_a_rerun_sends_nothing() {
         assert_eq!(fast1.len() as u64, *budget);
         results.push(out);
     }
+    // Every candidate's export ran in a process of its own (with sandboxes started ahead,
+    // issue 21.2, as without): no two export steps share a worker.
+    let db = rusqlite::Connection::open(cache.path().join("jb.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT result FROM actions WHERE step_id LIKE '%/export%'")
+        .unwrap();
+    let pids: Vec<u64> = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .unwrap()
+        .filter_map(|r| serde_json::from_str::<Value>(&r.unwrap()).ok())
+        .filter_map(|v| v["worker_pid"].as_u64())
+        .collect();
+    assert!(pids.len() >= 4, "{pids:?}");
+    let distinct: std::collections::BTreeSet<u64> = pids.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        pids.len(),
+        "a worker served two candidates: {pids:?}"
+    );
     // best-of-n, seeds 0,1,2 per workload: 12p no code / trace error / correct,
     // 8p wrong output / correct / the other workload's kernel (compile error).
     let bon = &results[0];

@@ -9,6 +9,7 @@ pub mod command;
 pub mod devices;
 pub mod dispatch;
 pub mod fake;
+pub mod prestart;
 pub mod products;
 pub mod python;
 pub mod ray;

@@ -343,6 +343,11 @@ pub struct PythonExecutor {
     mode: OnceLock<SandboxMode>,
     /// How workers are pinned to a device (one judge per device on TPU/GPU).
     pub devices: super::devices::DeviceBinding,
+    /// Start the next candidate's sandboxed export worker while one runs (`super::prestart`).
+    pub prestart: bool,
+    ahead: super::prestart::Ahead,
+    /// Prepared workers handed to `take_worker` for the jail whose scratch folder they run in.
+    handoff: Mutex<Vec<(PathBuf, Worker)>>,
 }
 
 impl PythonExecutor {
@@ -360,6 +365,9 @@ impl PythonExecutor {
             untrusted: None,
             mode: OnceLock::new(),
             devices: Default::default(),
+            prestart: std::env::var("JB_PRESTART").map_or(true, |v| v.trim() != "0"),
+            ahead: Default::default(),
+            handoff: Mutex::new(Vec::new()),
         }
     }
 
@@ -418,18 +426,37 @@ impl PythonExecutor {
             Placement::Jailed(sb, scratch, j) => Some((sb, scratch, j)),
             _ => None,
         };
+        let handed = jail.and_then(|(_, scratch, _)| {
+            let mut handoff = self.handoff.lock().unwrap_or_else(|p| p.into_inner());
+            let i = handoff.iter().position(|(s, _)| s == scratch)?;
+            Some(handoff.swap_remove(i).1)
+        });
+        let w = match handed {
+            // Started ahead in this very jail (super::prestart), for this one candidate.
+            Some(w) => w,
+            None => Worker::start(
+                &self.worker_spec(device, export),
+                Duration::from_secs(300),
+                jail,
+                cancel,
+            )?,
+        };
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(w.pid());
+        Ok(w)
+    }
+
+    /// How a worker for `device` is started (`export`: with the export stage's environment).
+    fn worker_spec(&self, device: Option<u32>, export: bool) -> WorkerSpec {
         let mut spec = self.spec.clone();
         spec.env.extend(self.devices.env(device));
         if export {
             // After the session's JAX_PLATFORMS: the last setting wins.
             spec.env.extend(self.devices.export_env());
         }
-        let w = Worker::start(&spec, Duration::from_secs(300), jail, cancel)?;
-        self.live
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(w.pid());
-        Ok(w)
+        spec
     }
 
     fn give_back(&self, w: Worker, device: Option<u32>) {
@@ -730,18 +757,47 @@ impl PythonExecutor {
         timeout: Duration,
         memory: Option<u64>,
     ) -> Result<StepOutput, String> {
-        let scratch = sandbox::scratch_dir(&req.project.cache_dir)
-            .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
-        let staging = super::products::staging(scratch.path())
-            .map_err(|e| format!("cannot create a products folder: {e}"))?;
-        // The kernel's limits first: the sized scratch mount goes over the empty folder.
-        let mut jail = Jail::start(sb, scratch.path(), memory);
+        let export = req.step.kind == StepKind::Export;
+        // An export step (CPU only, never an exclusive device) takes the sandbox started for it
+        // ahead, if one is ready, and has the next one started (super::prestart).
+        let ahead =
+            (self.prestart && export && (req.device.is_none() || !self.devices.exclusive_owner()))
+                .then(|| {
+                    let spec = self.worker_spec(req.device, true);
+                    let settings = super::prestart::Settings {
+                        memory_mb: memory,
+                        cache_dir: req.project.cache_dir.clone(),
+                        bwrap: sb.bwrap.clone(),
+                        env: spec.env.clone(),
+                    };
+                    let taken = self.ahead.take(&settings);
+                    self.ahead.start_one(sb, &spec, settings);
+                    taken
+                })
+                .flatten();
+        let (scratch, staging, mut jail) = match ahead {
+            Some(p) => {
+                self.handoff
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((p.scratch.path().to_path_buf(), p.worker));
+                (p.scratch, p.staging, p.jail)
+            }
+            None => {
+                let scratch = sandbox::scratch_dir(&req.project.cache_dir)
+                    .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
+                let staging = super::products::staging(scratch.path())
+                    .map_err(|e| format!("cannot create a products folder: {e}"))?;
+                // The kernel's limits first: the sized scratch mount goes over the empty folder.
+                let jail = Jail::start(sb, scratch.path(), memory);
+                (scratch, staging, jail)
+            }
+        };
         let out_dir = scratch.path().join("out");
         let cand_dir = scratch.path().join("candidate");
         for d in [&out_dir, &cand_dir] {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        let export = req.step.kind == StepKind::Export;
         jail.products = Some((out_dir.clone(), staging.path().to_path_buf(), export));
         if let Some(Value::Object(imp)) = args.get_mut("impl") {
             if let Some(path) = imp.get("path").and_then(Value::as_str) {
@@ -797,6 +853,11 @@ impl PythonExecutor {
     }
 
     pub fn close(&self) {
+        self.ahead.clear();
+        self.handoff
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         let workers: Vec<(Option<u32>, Worker)> =
             std::mem::take(&mut *self.pool.lock().unwrap_or_else(|p| p.into_inner()));
         for (_, w) in workers {
