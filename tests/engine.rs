@@ -532,3 +532,26 @@ fn a_published_peak_is_in_profile_keys_and_reaches_the_executor() {
         .filter(|(id, _)| id.starts_with("p/profile"))
         .all(|(_, p)| p.as_ref() == Some(&published)));
 }
+
+#[test]
+fn a_broken_pipeline_file_is_skipped_by_commands_that_do_not_need_it() {
+    let f = Fixture::new(
+        "steps:\n  a:\n    kind: command\n    run: echo hi\n    outputs: [out.txt]\n",
+        &[("pipelines/zz_broken.yaml", "steps:\n  - id: [broken\n")],
+    );
+    // `jb build` refuses the project, naming the file and line.
+    let strict = load_pipelines(&f.project).unwrap_err().to_string();
+    assert!(strict.contains("zz_broken.yaml:2"), "{strict}");
+    // `jb eval` / `jb agent` (generated pipelines) go on with the others.
+    let (ok, broken) = jb::pipeline::load_pipelines_skipping_broken(&f.project).unwrap();
+    assert_eq!(
+        ok.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        ["p"]
+    );
+    assert_eq!(broken.len(), 1);
+    assert!(
+        broken[0].to_string().contains("zz_broken.yaml:2"),
+        "{}",
+        broken[0]
+    );
+}

@@ -93,6 +93,47 @@ pub fn default_scale(backend: &str) -> &'static str {
     }
 }
 
+/// The project's pipelines, and the files among them that do not parse, each with its error
+/// (for commands that run generated pipelines and need none of a broken file's steps).
+pub fn load_pipelines_skipping_broken(
+    project: &Project,
+) -> Result<(Vec<LoadedPipeline>, Vec<JbError>)> {
+    let dir = project.pipelines_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| JbError::io(&dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .collect();
+    files.sort();
+    let (mut out, mut broken): (Vec<LoadedPipeline>, Vec<JbError>) = (Vec::new(), Vec::new());
+    for path in files {
+        let rel = PathBuf::from(project.rel(&path));
+        let parsed = std::fs::read(&path)
+            .map_err(|e| JbError::io(&path, e))
+            .and_then(|bytes| utf8_text(&rel, bytes))
+            .and_then(|text| parse_pipeline(&rel, &text));
+        match parsed {
+            Ok(p) if out.iter().any(|o| o.name == p.name) => {
+                let other = out
+                    .iter()
+                    .find(|o| o.name == p.name)
+                    .map(|o| o.path.clone());
+                broken.push(p.value_error(
+                    &yaml_path!["name"],
+                    Kind::DuplicatePipelineName {
+                        name: p.name.clone(),
+                        other: other.unwrap_or_default(),
+                    },
+                ));
+            }
+            Ok(p) => out.push(p),
+            Err(e) => broken.push(e),
+        }
+    }
+    Ok((out, broken))
+}
+
 pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
     let dir = project.pipelines_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

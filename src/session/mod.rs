@@ -147,17 +147,37 @@ impl Session {
     }
 
     pub fn open(opts: &Options, python: Python) -> Result<Session> {
-        Self::open_with(opts, python, |_, _| Ok(Vec::new()))
+        Self::open_inner(opts, python, |_, _| Ok(Vec::new()), false)
     }
 
     /// Open with extra, generated pipelines (e.g. `jb eval`'s) expanded beside the project's.
+    /// A project pipeline file that does not parse is skipped with a warning (the generated
+    /// pipelines need none of its steps; one that needs a step of it fails to expand, naming the
+    /// file): one broken YAML does not block the evaluation of an unrelated kernel.
     pub fn open_with(
         opts: &Options,
         python: Python,
         extra: impl Fn(&Project, &ExpandContext) -> Result<Vec<LoadedPipeline>>,
     ) -> Result<Session> {
+        Self::open_inner(opts, python, extra, true)
+    }
+
+    fn open_inner(
+        opts: &Options,
+        python: Python,
+        extra: impl Fn(&Project, &ExpandContext) -> Result<Vec<LoadedPipeline>>,
+        skip_broken: bool,
+    ) -> Result<Session> {
         let project = project(opts)?;
-        let own = pipeline::load_pipelines(&project)?;
+        let own = if skip_broken {
+            let (own, broken) = pipeline::load_pipelines_skipping_broken(&project)?;
+            for e in &broken {
+                eprintln!("warning: skipped a pipeline file this command does not need: {e}");
+            }
+            own
+        } else {
+            pipeline::load_pipelines(&project)?
+        };
         let env = worker_env(opts);
         let ray =
             ray::settings(opts, &project)?.map(|cfg| ray::executor(opts, &project, cfg, &env));
