@@ -14,7 +14,9 @@ values (the published programs read CONFIG at call time, as jb's workloads do).
 ``--via eval`` (default) runs ``jb eval --allow-pure-jax --json`` on each (compile, verify, profile:
 every rule that judges a program); ``--via verify`` calls jb.ops.verify in this process (the same
 judgement on the same trials, without the sandbox and the profile step), and adds the worst
-err/bound ratio over the trials (``worst``: below 1 passes). Prints one Markdown table: workload,
+err/bound ratio over the trials (``worst``: below 1 passes); ``--via f32`` compares the two
+functions themselves (both in float32 on jb's trials: ``same`` or ``differs``, worst = rms of the
+difference over the output's rms), which finds divergences that bf16 noise hides. Prints one Markdown table: workload,
 status, worst, reason, and the count ``correct / N``. Workloads listed in ``EXCEPTIONS`` are
 documented divergences (each with its test in python/tests/test_published_semantics.py): their row
 says so, and they are counted apart.
@@ -99,9 +101,21 @@ def scaled_config(workload: str, scale: str) -> dict:
 
 def adapt(source: str, config: dict) -> str:
     """The published program with its CONFIG's keys set to jb's values (keys jb does not have keep
-    the published value)."""
-    line = f"CONFIG.update({{k: v for k, v in {config!r}.items() if k in CONFIG}})"
-    return f"{source.rstrip()}\n\n\n# Appended by jb.tools.published_check: CONFIG scaled like jb's.\n{line}\n"
+    the published value). A module constant named like one of jb's CONFIG keys in capitals (7p's
+    ACTIVE_Q_LENS / ACTIVE_KV_LENS, which jb's scales put in CONFIG as active_q_lens / ...) is set
+    too, and 7p's NUM_ACTIVE_SEQS follows its ACTIVE_Q_LENS."""
+    lines = [
+        f"_jb_config = {config!r}",
+        "CONFIG.update({k: v for k, v in _jb_config.items() if k in CONFIG})",
+        "for _k, _v in _jb_config.items():",
+        "    _old = globals().get(_k.upper())",
+        "    if _old is not None and not callable(_old) and _k.upper() != 'CONFIG':",
+        "        globals()[_k.upper()] = tuple(_v) if isinstance(_old, tuple) else _v",
+        "if 'NUM_ACTIVE_SEQS' in globals() and 'ACTIVE_Q_LENS' in globals():",
+        "    NUM_ACTIVE_SEQS = len(ACTIVE_Q_LENS)",
+    ]
+    body = "\n".join(lines)
+    return f"{source.rstrip()}\n\n\n# Appended by jb.tools.published_check: CONFIG scaled like jb's.\n{body}\n"
 
 
 def _worst(trials: list[dict]) -> float | None:
@@ -119,6 +133,60 @@ def via_verify(workload: str, path: pathlib.Path, scale: str, seed: int) -> dict
         reasons.append(str(r["error"]).splitlines()[-1][:200])
     spec = (r.get("variants") or {}).get("status")
     return {"status": r["status"], "reasons": reasons, "worst": _worst(r.get("trials") or []), "variants": spec}
+
+
+def via_f32(workload: str, path: pathlib.Path, scale: str, seed: int) -> dict:
+    """The two functions compared exactly: jb's reference and the published program on each of
+    jb's trials, inputs cast to float32, matmul precision 'highest' (jb.tolerance.NoiseModel's
+    ``hi``). ``worst`` is the largest rms(published - jb) / rms(jb) over the trials: float32
+    rounding is ~1e-6; a different function (another GELU form, another grouping) is far above."""
+    import types
+
+    import numpy as np
+
+    from jb.ops import verify
+    from jb.tolerance import NoiseModel
+    from jb.workload import load_module, load_workload
+
+    wl = load_workload(ROOT / "workloads" / workload, scale)
+    base = wl.create_inputs()
+    try:
+        mod = load_module(path, "jb_published")
+        pub = NoiseModel(types.SimpleNamespace(fn=mod.workload, static_argnums=wl.static_argnums), base)
+    except Exception as exc:  # noqa: BLE001 - the published program's own failure is the answer
+        return {"status": "compile_error", "reasons": [f"{type(exc).__name__}: {exc}"[:200]], "worst": None, "variants": None}
+    if not pub.ok:
+        return {"status": "compile_error", "reasons": pub.notes[:1], "worst": None, "variants": None}
+    ref = NoiseModel(wl, base)
+    worst, reasons = 0.0, []
+    for t in verify._trials({}, wl, seed):
+        inputs = verify.make_inputs(wl, base, t["seed"], t["dist"])
+        a, b = ref.evaluate(inputs)[0], pub.evaluate(inputs)[0]
+        la, lb = jax_leaves(a), jax_leaves(b)
+        if [x.shape for x in la] != [x.shape for x in lb]:
+            return {"status": "differs", "reasons": [f"{t['dist']}: output shapes {[x.shape for x in lb]} vs jb's {[x.shape for x in la]}"],
+                    "worst": None, "variants": None}
+        for i, (x, y) in enumerate(zip(la, lb)):
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            scale_ = float(np.sqrt(np.mean(np.square(x)))) or 1.0
+            rel = float(np.sqrt(np.mean(np.square(y - x)))) / scale_ if x.size else 0.0
+            if not np.isfinite(rel):
+                rel = float("inf")
+            if rel > TOL_F32:
+                reasons.append(f"{t['dist']}: output {i} rms diff {rel:.3g} of rms")
+            worst = max(worst, rel)
+    return {"status": "differs" if reasons else "same", "reasons": reasons, "worst": worst, "variants": None}
+
+
+def jax_leaves(tree):
+    import jax
+
+    return jax.tree_util.tree_leaves(tree)
+
+
+# A function differs from jb's when the float32 evaluations differ by more than this share of
+# the output's RMS (float32 rounding of these programs is ~1e-6; tanh-vs-erf GELU ~1e-4).
+TOL_F32 = 2e-5
 
 
 def via_eval(workload: str, path: pathlib.Path, scale: str, seed: int, jb: str, timeout: int) -> dict:
@@ -140,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("published", type=pathlib.Path, help="published programs: benchmark folder or bare git dir")
     ap.add_argument("workloads", nargs="*", help="workload names or ids (default: all)")
     ap.add_argument("--scale", default="tiny", choices=("tiny", "cpu", "paper"))
-    ap.add_argument("--via", default="eval", choices=("eval", "verify"))
+    ap.add_argument("--via", default="eval", choices=("eval", "verify", "f32"))
     ap.add_argument("--seed", type=int, default=12345, help="evaluation seed (replayable)")
     ap.add_argument("--jb", default=str(ROOT / "target" / "release" / "jb"))
     ap.add_argument("--timeout", type=int, default=600)
@@ -162,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                 cand.write_text(adapt(src, scaled_config(name, a.scale)), encoding="utf-8")
                 if a.via == "verify":
                     row = via_verify(name, cand, a.scale, a.seed)
+                elif a.via == "f32":
+                    row = via_f32(name, cand, a.scale, a.seed)
                 else:
                     row = via_eval(name, cand, a.scale, a.seed, a.jb, a.timeout)
             row.update(workload=name, seconds=round(time.perf_counter() - t0, 1), exception=EXCEPTIONS.get(name))
@@ -173,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = "" if r["worst"] is None else f"{r['worst']:.3g}"
         reason = r["exception"] and f"listed exception: {r['exception']}" or "; ".join(r["reasons"])[:300]
         print(f"| {r['workload']} | {r['status']} | {worst} | {r['variants'] or ''} | {reason.replace('|', '/')} |")
-    correct = sum(r["status"] == "correct" for r in rows)
+    correct = sum(r["status"] in ("correct", "same") for r in rows)
     listed = sum(r["status"] != "correct" and bool(r["exception"]) for r in rows)
     print(f"\ncorrect: {correct} / {len(rows)}; listed exceptions not correct: {listed}; "
           f"scale {a.scale}, via {a.via}, seed {a.seed}")
