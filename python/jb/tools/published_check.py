@@ -40,7 +40,16 @@ BENCH = "JAXBench/benchmark"
 
 # Documented divergences of jb's reference from the published program, kept on purpose. Each
 # has a test (python/tests/test_published_semantics.py) and a fidelity note in its workload.
-EXCEPTIONS: dict[str, str] = {}
+EXCEPTIONS: dict[str, str] = {
+    "7p_Ragged_Paged_Attention": "its scenario is module constants, which jb's held-out variant (the scenario "
+                                 "reversed in CONFIG) cannot change: wrong at the variant, correct at jb's shape",
+    "10p_Sparse_MoE": "XLA:CPU accumulates its batched bf16 einsums in bf16 (10x one rounding; TPU/GPU: float32): "
+                      "the same function, 2.3x the bound on CPU only",
+    "11p_Megablox_GMM": "slices every group as a window of M/G rows of the unpadded lhs: right only for equal "
+                        "groups; jb's trials draw ragged groups (jb keeps the general grouped matmul)",
+    "26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply": "normalises over singleton axes, so its output ignores x and "
+                                                     "the weights (jb keeps KernelBench's normalisation over features)",
+}
 
 
 def workload_names(root: pathlib.Path = ROOT) -> list[str]:
@@ -114,8 +123,39 @@ def adapt(source: str, config: dict) -> str:
         "if 'NUM_ACTIVE_SEQS' in globals() and 'ACTIVE_Q_LENS' in globals():",
         "    NUM_ACTIVE_SEQS = len(ACTIVE_Q_LENS)",
     ]
+    source, rewrites = scale_locals(source, config)
+    lines += [f"# workload() constant rewritten: {r}" for r in rewrites]
     body = "\n".join(lines)
     return f"{source.rstrip()}\n\n\n# Appended by jb.tools.published_check: CONFIG scaled like jb's.\n{body}\n"
+
+
+def scale_locals(source: str, config: dict) -> tuple[str, list[str]]:
+    """Some published functions hold a shape constant of the paper's CONFIG as a local (29k's
+    ``out_features = 4096``, 40k's ``num_groups = 512``): a statement ``name = <int>`` at the top of
+    ``workload``'s body whose name is one of jb's CONFIG keys gets jb's scaled value instead.
+    Returns the source and the rewrites ("name: old -> new")."""
+    import ast
+
+    tree = ast.parse(source)
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "workload"]
+    if not fns:
+        return source, []
+    lines = source.splitlines(keepends=True)
+    rewrites = []
+    for st in fns[0].body:
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        name, value = st.targets[0].id, st.value
+        if name not in config or not isinstance(value, ast.Constant) or type(value.value) is not int:
+            continue
+        new = config[name]
+        if type(new) is not int or new == value.value or value.lineno != value.end_lineno:
+            continue
+        i = value.lineno - 1
+        line = lines[i]
+        lines[i] = line[: value.col_offset] + repr(new) + line[value.end_col_offset:]
+        rewrites.append(f"{name}: {value.value} -> {new}")
+    return "".join(lines), rewrites
 
 
 def _worst(trials: list[dict]) -> float | None:
