@@ -118,6 +118,7 @@ def _chunked_dot(e, ins):
         part = jax.lax.dot_general(pa, pb, e.eqn.params["dimension_numbers"], preferred_element_type=jnp.float32)
         part = jaxpr_eval.round_to_bf16(part)
         acc = part if acc is None else jaxpr_eval.round_to_bf16(acc + part)
+        acc = jax.lax.optimization_barrier(acc)  # XLA:CPU otherwise fuses the chain (minutes to compile)
     return acc
 
 
@@ -136,6 +137,7 @@ def _chunked_sum(e, ins):
                        keepdims=True)
         part = jaxpr_eval.round_to_bf16(part)
         acc = part if acc is None else jaxpr_eval.round_to_bf16(acc + part)
+        acc = jax.lax.optimization_barrier(acc)  # XLA:CPU otherwise fuses the chain (minutes to compile)
     acc = jnp.squeeze(acc, ax)
     if rest:
         acc = jnp.sum(acc, axis=tuple(a if a < ax else a - 1 for a in rest))
