@@ -155,7 +155,7 @@ def study(name: str, scale: str = "tiny", n_trials: int | None = 3) -> dict:
     if lint["zeros_pass"]:
         findings.append("an all-zero output passes")
     findings += [f"output = input {i} passes" for i in lint["identity_pass"]]
-    findings += [f"output ignores input {n[len('const_input'):]}" for n in ignored]
+    findings += [f"output ignores input {n[len('const_input['):-1]}" for n in ignored]
     findings += [f"input {i} constant on every trial" for i in lint["constant_inputs"]]
     return {
         "workload": name, "scale": scale, "trials": [t for _, t in trials], "noise_rel_rms": noise_rel,
