@@ -197,7 +197,7 @@ def generate(wl, base) -> list[Mutant]:
         out.append(Mutant(f"swap_axis[{wide[0]}]", "swap_axis", transform=_replace(wide[0], _transposed_read)))
     if _has(wl, base, lambda e, ins: e.name in COMPARISONS and all(_integer(a.val) for a in ins)):
         out.append(Mutant("off_by_one", "off_by_one", hook=off_by_one_hook))
-    for i in floats:
+    for i in (i for i in floats if np.size(base[i]) > 1):  # the mean of one value is itself
         out.append(Mutant(f"const_input[{i}]", "const_input", transform=_replace(i, _mean_of)))
     lp = _low_precision_target(wl, base)
     if lp is not None:

@@ -1,6 +1,6 @@
 """The checker's strength, per workload: jb's mutants caught, honest variants accepted, a lint.
 
-    python -m jb.tools.mutation_suite                      # all workloads, tiny scale, 3 trials
+    python -m jb.tools.mutation_suite                      # all workloads, tiny scale, verify's trials
     python -m jb.tools.mutation_suite 8p 12p --trials 6 --json out.json
 
 For every workload, on verify's trials (seed 12345: reproducible), the reference's output, its
@@ -19,7 +19,7 @@ float32 evaluation ``hi`` and its bf16 end-to-end evaluation are made as verify 
   when the rule passes them on every trial.
 * lint (a degenerate workload): an all-zero output must fail; an output equal to one of the
   inputs must fail; every float input must change the exact answer (a const_input mutant that
-  is a no-op means the output ignores that input); no float input may be constant on every trial
+  is a no-op means the output ignores that input, or only its mean matters); no float input may be constant on every trial
   (zero weights).
 
 Prints one Markdown table (workload, mutants caught / required / generated, misses, honest
@@ -155,7 +155,7 @@ def study(name: str, scale: str = "tiny", n_trials: int | None = 3) -> dict:
     if lint["zeros_pass"]:
         findings.append("an all-zero output passes")
     findings += [f"output = input {i} passes" for i in lint["identity_pass"]]
-    findings += [f"output ignores input {n[len('const_input['):-1]}" for n in ignored]
+    findings += [f"input {n[len('const_input['):-1]} replaced by its mean changes nothing" for n in ignored]
     findings += [f"input {i} constant on every trial" for i in lint["constant_inputs"]]
     return {
         "workload": name, "scale": scale, "trials": [t for _, t in trials], "noise_rel_rms": noise_rel,
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workloads", nargs="*")
     ap.add_argument("--scale", default="tiny", choices=("tiny", "cpu", "paper"))
-    ap.add_argument("--trials", type=int, default=3, help="trials per workload (0: all of verify's)")
+    ap.add_argument("--trials", type=int, default=0, help="trials per workload (default 0: all of verify's)")
     ap.add_argument("--json", type=pathlib.Path)
     a = ap.parse_intermixed_args(argv)
     results = []
