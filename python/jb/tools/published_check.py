@@ -284,8 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         reason = r["exception"] and f"listed exception: {r['exception']}" or "; ".join(r["reasons"])[:300]
         print(f"| {r['workload']} | {r['status']} | {worst} | {r['variants'] or ''} | {reason.replace('|', '/')} |")
     correct = sum(r["status"] in ("correct", "same") for r in rows)
-    listed = sum(r["status"] != "correct" and bool(r["exception"]) for r in rows)
-    print(f"\ncorrect: {correct} / {len(rows)}; listed exceptions not correct: {listed}; "
+    listed = sum(r["status"] not in ("correct", "same") and bool(r["exception"]) for r in rows)
+    label = "same function" if a.via == "f32" else "correct"
+    print(f"\n{label}: {correct} / {len(rows)}; listed exceptions not {label}: {listed}; "
           f"scale {a.scale}, via {a.via}, seed {a.seed}")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
