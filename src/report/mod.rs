@@ -10,6 +10,7 @@ pub mod agent_runs;
 pub mod csv;
 pub mod data;
 pub mod eval_runs;
+pub mod fidelity;
 pub mod html;
 pub mod markdown;
 pub mod methods;
@@ -192,10 +193,21 @@ pub fn input_from_cache(
     })
 }
 
+/// The fidelity notes of the report's workloads (their `Fidelity:` paragraphs), after its notes.
+fn add_fidelity(report: &mut Report, input: &ReportInput, project: Option<&Project>) {
+    if let Some(p) = project {
+        report
+            .notes
+            .extend(fidelity::notes(&p.root, &input.declared_workloads));
+    }
+}
+
 /// The report of a cache's run database.
 pub fn from_cache(cache: &Cache, project: Option<&Project>) -> Result<Report, ReportError> {
     let input = input_from_cache(cache, project, &methods::default_sources())?;
-    Ok(build(&input))
+    let mut report = build(&input);
+    add_fidelity(&mut report, &input, project);
+    Ok(report)
 }
 
 /// The newest record of every step at `scale` (records whose key has no scale count at every
@@ -270,6 +282,7 @@ pub fn from_cache_at(
         fallback_peak: cached_peak(&cache.dir),
     };
     let mut report = build(&input);
+    add_fidelity(&mut report, &input, project);
     if report.scales.is_empty() {
         report.scales = vec![chosen.clone()];
     }

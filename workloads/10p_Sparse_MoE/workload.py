@@ -8,6 +8,14 @@ program returns it (the combine einsum of float32 expert outputs and weights is 
 
 Router logits are kept in float32: with bf16 logits, near-ties between the k-th and (k+1)-th expert
 are common and a correct kernel could legitimately pick the other expert.
+
+Fidelity: the same function as the published program (float32 comparison:
+jb.tools.published_check --via f32), and a listed exception on the CPU backend only (test:
+python/tests/test_published_semantics.py): XLA:CPU accumulates the published program's batched
+bf16 einsums (expert axis in the middle, bf16 result) in bf16, about 10x the error of one bf16
+rounding, so there it is 2.3x the aggregate bound of an honest bf16 program with float32
+accumulation. TPU and GPU accumulate those einsums in float32. jb keeps float32 accumulation: a
+bound wide enough for the CPU's bf16 accumulation would accept a dropped expert term.
 """
 
 import functools

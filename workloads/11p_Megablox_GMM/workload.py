@@ -13,6 +13,13 @@ scale: "4 * M/G is generous", the static bound on the largest group). create_inp
 groups (M / G rows each); jb's trials draw ragged group sizes (empty and very uneven groups, each
 at most max_expert_size, summing to M), which the bound allows. The scan's window is the bound, so
 the XLA reference does up to 4x the dense work of equal groups (as the published one does).
+
+Fidelity: jb keeps the general grouped matmul (a listed exception of
+jb.tools.published_check; test: python/tests/test_published_semantics.py). The published program
+reads each group as a window of max_expert_size rows of the unpadded lhs (lax.dynamic_slice moves
+a window that would run past M back inside it) with max_expert_size = M/G and equal groups: right
+only for equal groups. On the ragged groups of jb's trials (a router's real output) it puts rows
+of earlier groups into the last groups' results and drops rows of groups larger than M/G.
 """
 
 import functools

@@ -15,6 +15,13 @@ norm), the meaningful program. Effect on the baseline: jb's XLA reference really
 (batch x in x out) GEMM plus a row reduction, so its time is that of a GEMM-bound program and not
 the published one's (which can be much faster if the dead GEMM is eliminated); speedups on 26k
 are relative to this meaningful reference and are not comparable with the published 26k numbers.
+
+Fidelity: jb keeps KernelBench's normalisation over the features (InstanceNorm2d of
+x.unsqueeze(1).unsqueeze(1), a (N, 1, 1, C) tensor: statistics over the C features); a listed
+exception of jb.tools.published_check (test: python/tests/test_published_semantics.py). The
+published program expands to (N, C, 1, 1) and normalises each entry over its own 1x1 extent,
+which is 0 whatever x is: its output (in_bias + y) * y ignores x and both weights, a degenerate
+workload that a kernel skipping the matmul would compute exactly.
 """
 
 import jax

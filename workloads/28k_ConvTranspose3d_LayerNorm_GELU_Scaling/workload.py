@@ -9,10 +9,14 @@ with the spatially flipped kernel, in NDHWC with float32 accumulation. (A convol
 lhs_dilation computes the same function but is a different XLA program, with a different time:
 the baseline is the paper's program.)
 Then LayerNorm(out_channels) as KernelBench applies it: over the LAST axis, W_out = 64 (which
-equals out_channels), biased variance, eps 1e-5, with ln_weight, ln_bias; then the exact (erf)
+equals out_channels), biased variance, eps 1e-5, with ln_weight, ln_bias; then the tanh-approximate
 GELU and * 1.0. W is N(0, 1) as published. The epilogue runs in float32 and the output has the
 input dtype. The published volume (16 x 32 x 32) is not in CONFIG; the cpu and tiny scales add
 "depth"/"height"/"width" keys, keeping 2 * width == out_channels.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import math
@@ -103,7 +107,7 @@ def workload(x, conv_weight, conv_bias, ln_weight, ln_bias):
     var = jnp.mean(jnp.square(h - mean), axis=-1, keepdims=True)
     h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
     h = h * ln_weight.astype(f32) + ln_bias.astype(f32)
-    h = jax.nn.gelu(h, approximate=False)
+    h = jax.nn.gelu(h, approximate=True)
     return (h * 1.0).astype(x.dtype)
 
 

@@ -3,8 +3,12 @@
 h = x @ W.T + bias (W stored (out_features, in_features)); BatchNorm1d in training mode: each
 feature normalised with the batch mean and biased batch variance (eps 1e-5), then scaled by
 bn_weight and shifted by bn_bias (inputs, as in the published function; created as ones and
-zeros); then the exact (erf) GELU and ReLU. W and bias are N(0, 1) as published.
+zeros); then the tanh-approximate GELU and ReLU. W and bias are N(0, 1) as published.
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import jax
@@ -56,7 +60,7 @@ def workload(x, weight, bias, bn_weight, bn_bias):
     var = jnp.mean(jnp.square(h - mean), axis=0, keepdims=True)
     h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
     h = h * bn_weight.astype(jnp.float32) + bn_bias.astype(jnp.float32)
-    h = jax.nn.gelu(h, approximate=False)
+    h = jax.nn.gelu(h, approximate=True)
     return jnp.maximum(h, 0.0).astype(x.dtype)
 
 

@@ -1,10 +1,14 @@
 """KernelBench Level 2, task 67: Conv2d_GELU_GlobalAvgPool.
 
-h = gelu(conv2d(x, W) + b) with a 3x3 stride-1 VALID convolution and the exact (erf) GELU;
+h = gelu(conv2d(x, W) + b) with a 3x3 stride-1 VALID convolution and the tanh-approximate GELU;
 y = mean of h over H and W (adaptive average pool to 1x1, squeezed), shape (batch, out_channels).
 x is NCHW (batch, 8, 256, 256). The convolution runs in NHWC with float32 accumulation; the
 epilogue runs in float32 and the output has the input dtype. The published image size
 (256 x 256) is not in CONFIG; the cpu and tiny scales add "height"/"width" keys.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import math
@@ -70,7 +74,7 @@ def _conv2d(x, weight):
 
 def workload(x, weight, bias):
     h = _conv2d(x, weight) + bias.astype(jnp.float32)[None, :, None, None]
-    h = jax.nn.gelu(h, approximate=False)
+    h = jax.nn.gelu(h, approximate=True)
     return jnp.mean(h, axis=(2, 3)).astype(x.dtype)
 
 

@@ -1,10 +1,14 @@
 """KernelBench Level 2, task 80: Gemm_Max_Subtract_GELU.
 
 h = x @ W + b (W stored (in_features, out_features)); y = gelu(h - max(h, axis=1, keepdims=True))
-with the exact (erf) GELU, shape (batch_size, out_features). This is the JAXBench form: the
+with the tanh-approximate GELU, shape (batch_size, out_features). This is the JAXBench form: the
 KernelBench original subtracts the mean of a (batch, 1) tensor from itself and is identically
 zero. The matmul accumulates in float32, the epilogue runs in float32 and the output has the
 input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import jax
@@ -48,7 +52,7 @@ def create_inputs(dtype=jnp.float32):
 def workload(x, weight, bias):
     h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
     h = h - jnp.max(h, axis=1, keepdims=True)
-    return jax.nn.gelu(h, approximate=False).astype(x.dtype)
+    return jax.nn.gelu(h, approximate=True).astype(x.dtype)
 
 
 def _halve(n):

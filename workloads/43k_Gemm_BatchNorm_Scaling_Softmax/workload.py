@@ -4,6 +4,12 @@ h = x @ W + b (W stored (in_features, out_features)); BatchNorm1d in eval mode w
 statistics: (h - bn_mean) / sqrt(bn_var + 1e-5) * bn_scale + bn_bias; h = h * scale (shape (1,));
 y = softmax(h, axis=1). bn_momentum only matters for training and is unused.
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the normalisation divides by sqrt(bn_var + eps), in the published program's order of
+operations (was: times rsqrt). The same function in float32; in bf16 the published order rounds
+once more on the per-feature scale, which the softmax amplifies on large logits (the published
+program was at 1.11x the aggregate bound on an `affine` trial), and jb's bf16 end-to-end noise
+evaluation now rounds where the published program does.
 """
 
 import jax
@@ -62,9 +68,9 @@ def create_inputs(dtype=jnp.float32):
 def workload(x, weight, bias, bn_scale, bn_bias, bn_mean, bn_var, scale):
     f32 = jnp.float32
     h = jnp.dot(x, weight, preferred_element_type=f32) + bias.astype(f32)
-    h = (h - bn_mean.astype(f32)) * jax.lax.rsqrt(bn_var.astype(f32) + 1e-5)
-    h = h * bn_scale.astype(f32) + bn_bias.astype(f32)
-    h = h * scale.astype(f32)
+    h = (h - bn_mean.astype(f32)) / jnp.sqrt(bn_var.astype(f32) + 1e-5)
+    h = bn_scale.astype(f32) * h + bn_bias.astype(f32)
+    h = scale.astype(f32) * h
     return jax.nn.softmax(h, axis=1).astype(x.dtype)
 
 

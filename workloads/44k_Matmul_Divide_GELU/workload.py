@@ -1,7 +1,11 @@
 """KernelBench Level 2, task 86: Matmul_Divide_GELU.
 
-y = gelu((x @ W + b) / 10.0) with the exact (erf) GELU, W stored (input_size, output_size).
+y = gelu((x @ W + b) / 10.0) with the tanh-approximate GELU, W stored (input_size, output_size).
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import jax
@@ -44,7 +48,7 @@ def create_inputs(dtype=jnp.float32):
 
 def workload(x, weight, bias):
     h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
-    return jax.nn.gelu(h / 10.0, approximate=False).astype(x.dtype)
+    return jax.nn.gelu(h / 10.0, approximate=True).astype(x.dtype)
 
 
 def _halve(n):

@@ -1,8 +1,12 @@
 """KernelBench Level 2, task 95: Matmul_Add_Swish_Tanh_GELU_Hardtanh.
 
-h = x @ W + b + add_value; h = h * sigmoid(h); h = tanh(h); h = gelu(h) (exact, erf);
+h = x @ W + b + add_value; h = h * sigmoid(h); h = tanh(h); h = gelu(h) (tanh approximation);
 y = clip(h, -1, 1). W stored (in_features, out_features).
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import jax
@@ -47,7 +51,7 @@ def workload(x, weight, bias, add_value):
     h = h + bias.astype(jnp.float32) + add_value.astype(jnp.float32)
     h = h * jax.nn.sigmoid(h)
     h = jnp.tanh(h)
-    h = jax.nn.gelu(h, approximate=False)
+    h = jax.nn.gelu(h, approximate=True)
     return jnp.clip(h, -1.0, 1.0).astype(x.dtype)
 
 

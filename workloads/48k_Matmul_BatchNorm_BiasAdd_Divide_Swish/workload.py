@@ -4,6 +4,9 @@ h = x @ W + linear_bias (W stored (in_features, out_features)); BatchNorm1d in e
 the running statistics passed as inputs: (h - bn_mean) / sqrt(bn_var + 1e-5) * bn_weight + bn_bias;
 h = h + bias (shape (1,)); h = h / 1.0; y = h * sigmoid(h). bn_momentum only matters for training.
 The matmul accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the normalisation divides by sqrt(bn_var + eps), in the published program's order of
+operations (the same function in float32; in bf16 it rounds where the published program does).
 """
 
 import jax
@@ -57,8 +60,8 @@ def create_inputs(dtype=jnp.float32):
 def workload(x, weight, linear_bias, bn_weight, bn_bias, bn_mean, bn_var, bias):
     f32 = jnp.float32
     h = jnp.dot(x, weight, preferred_element_type=f32) + linear_bias.astype(f32)
-    h = (h - bn_mean.astype(f32)) * jax.lax.rsqrt(bn_var.astype(f32) + 1e-5)
-    h = h * bn_weight.astype(f32) + bn_bias.astype(f32)
+    h = (h - bn_mean.astype(f32)) / jnp.sqrt(bn_var.astype(f32) + 1e-5)
+    h = bn_weight.astype(f32) * h + bn_bias.astype(f32)
     h = h + bias.astype(f32)
     h = h / 1.0
     return (h * jax.nn.sigmoid(h)).astype(x.dtype)

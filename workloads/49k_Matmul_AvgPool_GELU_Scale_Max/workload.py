@@ -2,8 +2,17 @@
 
 h = x @ W + b (W stored (in_features, out_features)); p = average pool over windows of 16
 consecutive features (stride 16, lax.reduce_window), shape (batch_size, out_features / 16);
-y = max(gelu(p) * 2.0, axis=1) with the exact (erf) GELU, shape (batch_size,). The matmul
+y = max(gelu(p) * 2.0, axis=1) with the tanh-approximate GELU, shape (batch_size,). The matmul
 accumulates in float32, the epilogue runs in float32 and the output has the input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
+
+Fidelity: the average pool adds its 16 values in the input dtype, as the published program does
+(its whole epilogue is bf16). XLA:CPU accumulates a bf16 reduce_window in bf16 (twice the error
+of one rounding over 16 terms), which the published program was then judged beside a float32
+pool: 1.1x the aggregate bound on a `small` trial. The function is the same in float32.
 """
 
 import jax
@@ -46,8 +55,11 @@ def create_inputs(dtype=jnp.float32):
 
 def workload(x, weight, bias):
     h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
-    p = jax.lax.reduce_window(h, 0.0, jax.lax.add, (1, 16), (1, 16), "VALID") / 16.0
-    y = jax.nn.gelu(p, approximate=False) * 2.0
+    # The pool sums in the input dtype, as the published program does (h is bf16 there).
+    hx = h.astype(x.dtype)
+    p = jax.lax.reduce_window(hx, jnp.zeros((), hx.dtype), jax.lax.add, (1, 16), (1, 16), "VALID")
+    p = p.astype(jnp.float32) / 16.0
+    y = jax.nn.gelu(p, approximate=True) * 2.0
     return jnp.max(y, axis=1).astype(x.dtype)
 
 

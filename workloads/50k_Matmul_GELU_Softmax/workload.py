@@ -1,8 +1,12 @@
 """KernelBench Level 2, task 99: Matmul_GELU_Softmax.
 
-y = softmax(gelu(x @ W + b), axis=1) with the exact (erf) GELU, W stored (in_features,
+y = softmax(gelu(x @ W + b), axis=1) with the tanh-approximate GELU, W stored (in_features,
 out_features). The matmul accumulates in float32, the epilogue runs in float32 and the output has
 the input dtype.
+
+Fidelity: the GELU is the tanh approximation (jax.nn.gelu's default), as in the published
+JAXBench program, whose times are the benchmark's; KernelBench's PyTorch original uses the
+exact erf form (they differ by up to ~5e-4; python/tests/test_published_semantics.py).
 """
 
 import jax
@@ -49,7 +53,7 @@ def create_inputs(dtype=jnp.float32):
 
 def workload(x, weight, bias):
     h = jnp.dot(x, weight, preferred_element_type=jnp.float32) + bias.astype(jnp.float32)
-    return jax.nn.softmax(jax.nn.gelu(h, approximate=False), axis=1).astype(x.dtype)
+    return jax.nn.softmax(jax.nn.gelu(h, approximate=True), axis=1).astype(x.dtype)
 
 
 def _halve(n):

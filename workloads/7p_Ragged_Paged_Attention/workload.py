@@ -19,6 +19,13 @@ tokens); the cpu and tiny scales put their own scenario in CONFIG ("active_q_len
 prefill chunk's query count, how many pages to gather); query rows, lengths, masks and page ids are
 read from the integer inputs. XLA formulation: the decode sequences form one batch padded to the
 longest one's pages; each prefill chunk is computed on its own with exactly its pages.
+
+Fidelity: the published program holds its serving scenario in module constants (ACTIVE_Q_LENS,
+ACTIVE_KV_LENS), jb's cpu and tiny scales in CONFIG; jb.tools.published_check sets the constants
+to jb's scenario, and the published program passes jb's trials there. jb's held-out variant
+reverses the scenario in CONFIG, which those constants do not follow: the published program then
+computes the base scenario's structure with the variant's shapes (wrong values: incorrect, as a
+hard-coded kernel must be). A listed exception (test: python/tests/test_published_semantics.py).
 """
 
 import jax

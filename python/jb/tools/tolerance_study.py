@@ -64,8 +64,6 @@ HONEST = ("f32acc", "bf16mat", "bf16e2e", "published")
 # kept out of the honest maxima, and listed with the reason).
 DIFFERENT_FUNCTION = {
     "26k_BMM_InstanceNorm_Sum_ResidualAdd_Multiply": "published normalises over singleton dimensions (documented divergence)",
-    "42k_Gemm_Max_Subtract_GELU": "published uses jax.nn.gelu's default tanh approximation, jb the exact (erf) GELU",
-    "49k_Matmul_AvgPool_GELU_Scale_Max": "published uses jax.nn.gelu's default tanh approximation, jb the exact (erf) GELU",
     "7p_Ragged_Paged_Attention": "published hard-codes its batch scenario (ACTIVE_Q_LENS/KV_LENS), not scaled with CONFIG",
     "40k_Gemm_GroupNorm_Min_BiasAdd": "published hard-codes num_groups=512, not scaled with CONFIG",
 }
