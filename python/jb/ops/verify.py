@@ -175,6 +175,32 @@ def _record_cmp(record: dict, cmp) -> None:
     )
 
 
+def poison_freed(ref) -> None:
+    """Fill device memory a kernel's outputs are likely to reuse with NaN (issue 22.4).
+
+    The references were computed on the device and copied to the host; their device buffers are
+    free again, and an accelerator's allocator hands freed blocks of a size to the next request
+    of that size. A kernel that writes nothing would then return the reference's own output. So
+    before each candidate run, blocks of every reference output leaf's shape and dtype are
+    allocated, filled with NaN (the largest value for integer leaves) and freed: an output left
+    unwritten reads the canary, never an answer."""
+    import jax.numpy as jnp
+
+    canaries = []
+    for leaf in jax.tree_util.tree_leaves(ref):
+        shape, dtype = np.shape(leaf), getattr(leaf, "dtype", np.float32)
+        if jnp.issubdtype(dtype, jnp.inexact):
+            fill = np.nan
+        elif jnp.issubdtype(dtype, jnp.bool_):
+            fill = True
+        else:
+            fill = jnp.iinfo(dtype).max
+        canaries.append(jnp.full(shape, fill, dtype))
+    for c in canaries:
+        c.block_until_ready()
+    del canaries
+
+
 def _reference(built, noise: NoiseModel, inputs) -> dict:
     """The reference's output on ``inputs`` and its float32 / bf16 end-to-end evaluations (host)."""
     ref = jax.device_get(common.run_reference(built, inputs))
@@ -298,6 +324,7 @@ def run(args: dict) -> dict:
         result["trials"].append(record)
         inputs = make_inputs(wl, base, t["seed"], t["dist"])
         before = guard.checksum(inputs)
+        poison_freed(ref["ref"])
         try:
             out = common.run(built, inputs)
         except common.CandidateFailure as exc:
@@ -314,6 +341,7 @@ def run(args: dict) -> dict:
         _record_cmp(record, cmp)
         if dump_dir is not None:
             jb_outputs.save(dump_dir, jb_outputs.name_of(ti), to_host_leaves(out))
+        poison_freed(ref["ref"])
         try:
             again = common.run(built, inputs)
         except common.CandidateFailure as exc:
