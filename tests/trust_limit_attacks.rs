@@ -1,8 +1,7 @@
 //! The attacks of issue 20 on the sandbox's limits, as candidate files through `jb eval`
-//! (examples/adversarial/trust_{index_rewrite,leftovers,shm}.py; `trust_fallocate.py` is the
-//! unlinked-scratch case that tests/kernel_limits.rs tries directly): a claim rewritten after the
-//! answer is never read, what the sandbox leaves is discarded and counted (not cached), and
-//! shared memory is bounded by the kernel.
+//! (examples/adversarial/trust_{index_rewrite,leftovers,shm,fallocate}.py): a claim rewritten
+//! after the answer is never read, what the sandbox leaves is discarded and counted (not
+//! cached), shared memory and a reservation past the scratch quota are bounded by the kernel.
 
 mod common;
 
@@ -131,5 +130,23 @@ fn shared_memory_is_bounded_by_the_kernel() {
     assert!(
         text.contains("No space left on device") || text.contains("memory limit"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_reservation_past_the_scratch_quota_is_refused_by_the_kernel() {
+    let missing = missing_limits();
+    if missing.iter().any(|m| m == "sized_scratch" || m == "sandbox") {
+        eprintln!("skipped: this host cannot mount a sized scratch folder: {missing:?}");
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let r = eval("trust_fallocate.py", cache.path());
+    let v = r.json();
+    assert_eq!(v["status"], "compile_error", "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        v.to_string().contains("No space left on device"),
+        "{}",
+        r.stdout
     );
 }

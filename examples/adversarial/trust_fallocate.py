@@ -1,12 +1,12 @@
 # target: 12p_RMSNorm
-# expect: crashed
+# expect: compile_error
 # exploit: disk past the scratch quota, unseen - at import (armed only in jb's sandbox) it
-#          reserves 1.5 GiB with posix_fallocate in a file of its scratch folder and unlinks it
-#          while keeping it open: a directory walk (jb's old quota check) no longer sees it, so
-#          it held 1.5 GiB past a 512 MiB quota. Now the scratch folder is a tmpfs of the quota's
-#          size whose pages count in the sandbox's memory cgroup: with `--memory-mb 1500` the
-#          kernel kills it at the memory limit (`crashed`); with JB_SANDBOX_SCRATCH_MB=512 it
-#          refuses the reservation (ENOSPC: the import fails, `compile_error`).
+#          reserves 9 GiB with posix_fallocate in a file of its scratch folder, unlinked while
+#          kept open: a directory walk (jb's old quota check) no longer sees it, so in the issue's
+#          run it held 1.5 GiB past a 512 MiB quota. Now the scratch folder is a tmpfs of the
+#          quota's size (8 GiB by default, JB_SANDBOX_SCRATCH_MB): the kernel refuses a
+#          reservation past it (ENOSPC), so the import fails: `compile_error`. (A smaller
+#          reservation inside the quota is charged to the sandbox's memory cgroup.)
 import os
 import pathlib
 
@@ -18,7 +18,7 @@ if os.environ.get("JB_SANDBOXED") == "1" or os.environ.get("JB_ATTACK_ARMED") ==
     scratch = pathlib.Path(__file__).resolve().parent.parent  # the sandbox's scratch folder
     fd = os.open(scratch / "reserved", os.O_CREAT | os.O_RDWR, 0o600)
     os.unlink(scratch / "reserved")
-    os.posix_fallocate(fd, 0, 3 << 29)  # 1.5 GiB; raises OSError(ENOSPC) under a sized mount
+    os.posix_fallocate(fd, 0, 9 << 30)  # past the 8 GiB scratch mount: ENOSPC
     _KEEP = fd
 
 

@@ -174,7 +174,7 @@ def format_reasons(data: bytes) -> list[str]:
         jax_version = (root.JaxVersion() or b"").decode("utf-8", "replace")
         module = bytes(root.MlirModuleSerializedAsNumpy()) if root.MlirModuleSerializedLength() else b""
     except Exception as exc:  # noqa: BLE001 - not jax's flatbuffer at all
-        return [f"not a jax.export serialization: {type(exc).__name__}: {str(exc)[:200]}"]
+        return [f"cannot be deserialized: not a jax.export serialization: {type(exc).__name__}: {str(exc)[:200]}"]
     want = int(serialization._SERIALIZATION_VERSION)
     if version != want:
         reasons.append(f"serialization version {version}, not this jax's {want}")
