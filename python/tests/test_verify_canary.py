@@ -16,6 +16,9 @@ def test_the_canary_covers_every_output_leaf_dtype():
 
 def test_verify_fills_before_every_candidate_run(monkeypatch):
     """The canary is laid before each of a trial's two candidate runs, right before it."""
+    from jb import guard
+
+    guard.baseline()  # the originals, captured before this test replaces two of them
     calls = []
     real_run = verify.common.run
 
@@ -31,7 +34,8 @@ def test_verify_fills_before_every_candidate_run(monkeypatch):
     root = pathlib.Path(__file__).resolve().parents[2]
     r = verify.run({"workload": str(root / "workloads" / "12p_RMSNorm"), "scale": "tiny",
                     "impl": {"kind": "xla"}, "trials": [{"seed": 1, "dist": "normal"}], "variants": []})
-    assert r["status"] == "correct", r
+    # (the guard reports the two functions this test replaced: its verdict is not the point here)
+    assert r["trials"] and r["trials"][0]["ok"], r
     kinds = [k for k, _ in calls]
     # (the build's own warm-up call comes first); then each of the trial's runs follows a canary
     first = kinds.index("canary")
