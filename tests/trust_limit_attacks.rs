@@ -136,7 +136,10 @@ fn shared_memory_is_bounded_by_the_kernel() {
 #[test]
 fn a_reservation_past_the_scratch_quota_is_refused_by_the_kernel() {
     let missing = missing_limits();
-    if missing.iter().any(|m| m == "sized_scratch" || m == "sandbox") {
+    if missing
+        .iter()
+        .any(|m| m == "sized_scratch" || m == "sandbox")
+    {
         eprintln!("skipped: this host cannot mount a sized scratch folder: {missing:?}");
         return;
     }
