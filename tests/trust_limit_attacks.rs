@@ -53,17 +53,14 @@ fn missing_limits() -> Vec<String> {
     jail.missing.iter().map(|(n, _)| n.to_string()).collect()
 }
 
+/// The bytes of the regular files under `path` (links not followed).
 fn du(path: &Path) -> u64 {
-    walk(path)
-}
-
-fn walk(path: &Path) -> u64 {
     let Ok(meta) = path.symlink_metadata() else {
         return 0;
     };
     if meta.is_dir() {
         std::fs::read_dir(path)
-            .map(|d| d.flatten().map(|e| walk(&e.path())).sum())
+            .map(|d| d.flatten().map(|e| du(&e.path())).sum())
             .unwrap_or(0)
     } else {
         meta.len()

@@ -75,8 +75,7 @@ DENIED_OPS = {
     "stablehlo.rng_bit_generator": "RNG state threaded through the program",
     "mhlo.xla.rng_get_and_update_state": "a per-executable call counter (RNG state)",
     "stablehlo.create_token": "a token (side effects)", "stablehlo.after_all": "a token (side effects)",
-    "stablehlo.infeed": "host transfer", "stablehlo.outfeed": "host transfer", "stablehlo.send": "host transfer",
-    "stablehlo.recv": "host transfer",
+    # (infeed/outfeed/send/recv of any dialect: HOST_TRANSFER_OPS, reported as host transfers)
     "stablehlo.all_gather": "collective", "stablehlo.all_reduce": "collective", "stablehlo.all_to_all": "collective",
     "stablehlo.collective_permute": "collective", "stablehlo.collective_broadcast": "collective",
     "stablehlo.reduce_scatter": "collective", "stablehlo.partition_id": "multi-device",
@@ -340,8 +339,7 @@ def _data_in(attr, ir, where: str, out: list) -> None:
     elif name.startswith("Dense") and name.endswith("ArrayAttr") and len(attr) > MAX_PLAIN_ARRAY:
         out.append({"shape": [len(attr)], "dtype": "i64", "size": len(attr), "bytes": 8 * len(attr), "splat": False,
                     "in": where})
-    elif isinstance(attr, ir.StringAttr) and _string_bytes(attr) > MAX_PLAIN_STRING:
-        n = _string_bytes(attr)
+    elif isinstance(attr, ir.StringAttr) and (n := _string_bytes(attr)) > MAX_PLAIN_STRING:
         out.append({"shape": [n], "dtype": "i8", "size": n, "bytes": n, "splat": False, "in": where})
 
 

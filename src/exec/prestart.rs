@@ -10,7 +10,7 @@
 //! (an exclusive TPU must not be opened ahead of its turn): export steps only, which jb runs
 //! on the CPU.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +28,26 @@ pub struct Settings {
     pub env: Vec<(String, String)>,
 }
 
+/// A fresh sandbox's folders and limits, as every sandboxed step gets them: a private scratch
+/// folder outside the cache (with `out/` and `candidate/` in it), the folder its products are
+/// copied to, and the jail (the sized scratch mount goes over the empty folder first).
+pub fn fresh_jail(
+    sb: &Sandbox,
+    cache_dir: &Path,
+    memory_mb: Option<u64>,
+) -> Result<(tempfile::TempDir, tempfile::TempDir, Jail), String> {
+    let scratch = sandbox::scratch_dir(cache_dir)
+        .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
+    let staging = super::products::staging(scratch.path())
+        .map_err(|e| format!("cannot create a products folder: {e}"))?;
+    let jail = Jail::start(sb, scratch.path(), memory_mb);
+    for d in ["out", "candidate"] {
+        let p = scratch.path().join(d);
+        std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok((scratch, staging, jail))
+}
+
 /// One sandbox ready for one candidate: its folders, its jail and its started worker.
 pub struct Prepared {
     pub settings: Settings,
@@ -41,15 +61,7 @@ impl Prepared {
     /// A fresh sandbox as `run_jailed` makes one (scratch, products folder, jail, `out/` and
     /// `candidate/` folders) with its worker started and ready.
     pub fn start(sb: &Sandbox, spec: &WorkerSpec, settings: Settings) -> Result<Prepared, String> {
-        let scratch = sandbox::scratch_dir(&settings.cache_dir)
-            .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
-        let staging = super::products::staging(scratch.path())
-            .map_err(|e| format!("cannot create a products folder: {e}"))?;
-        let jail = Jail::start(sb, scratch.path(), settings.memory_mb);
-        for d in ["out", "candidate"] {
-            let p = scratch.path().join(d);
-            std::fs::create_dir_all(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        }
+        let (scratch, staging, jail) = fresh_jail(sb, &settings.cache_dir, settings.memory_mb)?;
         let worker = Worker::start(
             spec,
             Duration::from_secs(300),

@@ -783,21 +783,10 @@ impl PythonExecutor {
                     .push((p.scratch.path().to_path_buf(), p.worker));
                 (p.scratch, p.staging, p.jail)
             }
-            None => {
-                let scratch = sandbox::scratch_dir(&req.project.cache_dir)
-                    .map_err(|e| format!("cannot create a sandbox scratch folder: {e}"))?;
-                let staging = super::products::staging(scratch.path())
-                    .map_err(|e| format!("cannot create a products folder: {e}"))?;
-                // The kernel's limits first: the sized scratch mount goes over the empty folder.
-                let jail = Jail::start(sb, scratch.path(), memory);
-                (scratch, staging, jail)
-            }
+            None => super::prestart::fresh_jail(sb, &req.project.cache_dir, memory)?,
         };
         let out_dir = scratch.path().join("out");
         let cand_dir = scratch.path().join("candidate");
-        for d in [&out_dir, &cand_dir] {
-            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-        }
         jail.products = Some((out_dir.clone(), staging.path().to_path_buf(), export));
         if let Some(Value::Object(imp)) = args.get_mut("impl") {
             if let Some(path) = imp.get("path").and_then(Value::as_str) {

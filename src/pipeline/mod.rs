@@ -93,8 +93,9 @@ pub fn default_scale(backend: &str) -> &'static str {
     }
 }
 
-/// The project's pipelines, and the files among them that do not parse, each with its error
-/// (for commands that run generated pipelines and need none of a broken file's steps).
+/// The project's pipelines, and the files among them that do not parse (or repeat an earlier
+/// pipeline's name), each with its error, in file order (for commands that run generated
+/// pipelines and need none of a broken file's steps).
 pub fn load_pipelines_skipping_broken(
     project: &Project,
 ) -> Result<(Vec<LoadedPipeline>, Vec<JbError>)> {
@@ -114,53 +115,29 @@ pub fn load_pipelines_skipping_broken(
             .and_then(|bytes| utf8_text(&rel, bytes))
             .and_then(|text| parse_pipeline(&rel, &text));
         match parsed {
-            Ok(p) if out.iter().any(|o| o.name == p.name) => {
-                let other = out
-                    .iter()
-                    .find(|o| o.name == p.name)
-                    .map(|o| o.path.clone());
-                broken.push(p.value_error(
+            Ok(p) => match out.iter().find(|o| o.name == p.name) {
+                Some(other) => broken.push(p.value_error(
                     &yaml_path!["name"],
                     Kind::DuplicatePipelineName {
                         name: p.name.clone(),
-                        other: other.unwrap_or_default(),
+                        other: other.path.clone(),
                     },
-                ));
-            }
-            Ok(p) => out.push(p),
+                )),
+                None => out.push(p),
+            },
             Err(e) => broken.push(e),
         }
     }
     Ok((out, broken))
 }
 
+/// The project's pipelines; the first file that does not parse (or repeats a name) is the error.
 pub fn load_pipelines(project: &Project) -> Result<Vec<LoadedPipeline>> {
-    let dir = project.pipelines_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| JbError::io(&dir, e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
-        .collect();
-    files.sort();
-    let mut out: Vec<LoadedPipeline> = Vec::new();
-    for path in files {
-        let bytes = std::fs::read(&path).map_err(|e| JbError::io(&path, e))?;
-        let rel = PathBuf::from(project.rel(&path));
-        let text = utf8_text(&rel, bytes)?;
-        let p = parse_pipeline(&rel, &text)?;
-        if let Some(other) = out.iter().find(|o| o.name == p.name) {
-            return Err(p.value_error(
-                &yaml_path!["name"],
-                Kind::DuplicatePipelineName {
-                    name: p.name.clone(),
-                    other: other.path.clone(),
-                },
-            ));
-        }
-        out.push(p);
+    let (out, broken) = load_pipelines_skipping_broken(project)?;
+    match broken.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
-    Ok(out)
 }
 
 /// Expand every pipeline into step instances and resolve dependencies; validates references,
